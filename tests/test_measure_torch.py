@@ -1,0 +1,145 @@
+"""Tests for the optional torch measurement backend (skipped when torch is not installed)."""
+
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from vramsym.measure_torch import measure  # noqa: E402
+
+# Tiny Llama: h=64, I=128, 2 layers, 4 heads (head_dim 16), 2 kv heads, vocab 128, untied.
+TINY = dict(model_type="llama", hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, vocab_size=128,
+            tie_word_embeddings=False, max_position_embeddings=256)
+TINY_PARAMS = 90432          # 128*64 (embed) + 2*36992 (layers) + 64 (norm) + 64*128 (lm_head)
+TINY_PARAM_TENSORS = 21      # 2*9 + final norm + embed + lm_head
+GPT2 = dict(model_type="gpt2", n_embd=64, n_layer=2, n_head=4, vocab_size=128, n_positions=64)
+
+
+def _strip(r):
+    """The parts of a result that must agree between fake and real runs."""
+    keep = ("peak_bytes", "categories_at_peak", "peak_phase", "per_phase_peak", "param_count",
+            "trainable_param_count", "kv_cache_bytes", "optimizer_state_bytes")
+    return {k: r.get(k) for k in keep}
+
+
+@pytest.mark.parametrize("cfg,kw", [
+    (TINY, dict(mode="train", precision="fp32", attention="sdpa")),
+    (TINY, dict(mode="train", precision="bf16-mixed", attention="eager", checkpointing=True)),
+    (TINY, dict(mode="train", precision="bf16", optimizer="adamw-fused")),
+    (TINY, dict(mode="train", precision="fp32", lora={"r": 4, "target_modules": "all-linear"})),
+    (TINY, dict(mode="inference", precision="bf16", attention="sdpa")),
+    (TINY, dict(mode="inference", precision="fp32", attention="eager")),
+    (GPT2, dict(mode="train", precision="fp32", attention="sdpa")),
+    (GPT2, dict(mode="inference", precision="fp32", attention="eager")),
+])
+def test_fake_matches_real_to_the_byte(cfg, kw):
+    fake = measure(cfg, batch=2, seq=16, fake=True, **kw)
+    real = measure(cfg, batch=2, seq=16, fake=False, **kw)
+    assert fake["fake"] is True and real["fake"] is False
+    assert _strip(fake) == _strip(real)
+
+
+def test_train_fp32_adamw_accounting():
+    r = measure(TINY, mode="train", batch=2, seq=16, precision="fp32", optimizer="adamw")
+    P = TINY_PARAMS
+    assert r["param_count"] == P and r["trainable_param_count"] == P
+    assert r["peak_phase"] == "optimizer_step"  # tiny activations: P + G + 2P states + P foreach temps
+    cats = r["categories_at_peak"]
+    assert cats["parameters"] == 4 * P
+    assert cats["gradients"] == 4 * P
+    # exp_avg + exp_avg_sq in fp32, plus one fp32 scalar `step` tensor per parameter tensor
+    assert cats["optimizer_states"] == 2 * 4 * P + 4 * TINY_PARAM_TENSORS
+    assert r["optimizer_state_bytes"] == cats["optimizer_states"]
+    # foreach AdamW materialises one extra state-sized buffer (sqrt(exp_avg_sq) / bias correction)
+    assert cats["optimizer_temporaries"] == 4 * P
+    assert r["peak_bytes"] == sum(cats.values())
+    # forward ends with the saved activations; logits (b*s*V fp32) are a transient on top
+    fwd = r["per_phase_peak"]["forward"]
+    assert fwd["peak_bytes"] - fwd["end_bytes"] == 2 * 16 * 128 * 4
+
+
+def test_train_bf16_and_sgd():
+    r = measure(TINY, mode="train", batch=2, seq=16, precision="bf16", optimizer="sgd")
+    cats = r["per_phase_peak"]["optimizer_step"]["categories"]
+    assert cats["parameters"] == 2 * TINY_PARAMS
+    assert cats["gradients"] == 2 * TINY_PARAMS
+    assert cats["optimizer_states"] == 0
+    m = measure(TINY, mode="train", batch=2, seq=16, precision="bf16", optimizer="sgd-momentum")
+    assert m["optimizer_state_bytes"] == 2 * TINY_PARAMS  # momentum buffer in param dtype
+
+
+def test_checkpointing_saves_only_layer_inputs():
+    kw = dict(mode="train", batch=2, seq=16, precision="fp32", optimizer="sgd")
+    full = measure(TINY, checkpointing=False, **kw)["per_phase_peak"]["forward"]["end_categories"]
+    ckpt = measure(TINY, checkpointing=True, **kw)["per_phase_peak"]["forward"]["end_categories"]
+    assert ckpt["activations"] < full["activations"]
+    # per-layer saved activations: fp32 sdpa = 4*b*s*(8h + 2*kv_dim + 4I + 2 + heads)
+    b, s, h, kv, I, H = 2, 16, 64, 32, 128, 4
+    per_layer = 4 * b * s * (8 * h + 2 * kv + 4 * I + 2 + H)
+    one = measure(dict(TINY, num_hidden_layers=1), checkpointing=False, **kw)
+    one_act = one["per_phase_peak"]["forward"]["end_categories"]["activations"]
+    assert full["activations"] - one_act == per_layer
+    # with checkpointing, only the layer input (b*s*h) is kept per layer
+    one_ck = measure(dict(TINY, num_hidden_layers=1), checkpointing=True, **kw)
+    one_ck_act = one_ck["per_phase_peak"]["forward"]["end_categories"]["activations"]
+    assert ckpt["activations"] - one_ck_act == 4 * b * s * h
+
+
+def test_lora_gradients_and_optimizer_states():
+    r = measure(TINY, mode="train", batch=2, seq=16, precision="fp32",
+                lora={"r": 8, "alpha": 16, "target_modules": ["q_proj", "v_proj"]})
+    # q_proj: A 8x64 + B 64x8; v_proj: A 8x64 + B 32x8; two layers
+    trainable = 2 * (8 * (64 + 64) + 8 * (64 + 32))
+    assert r["trainable_param_count"] == trainable
+    assert r["param_count"] == TINY_PARAMS + trainable
+    step = r["per_phase_peak"]["optimizer_step"]["categories"]
+    assert step["gradients"] == 4 * trainable
+    assert r["optimizer_state_bytes"] == 2 * 4 * trainable + 4 * 8  # + fp32 `step` per adapter tensor (A,B x q,v x 2 layers)
+    assert step["parameters"] == 4 * (TINY_PARAMS + trainable)
+
+
+def test_inference_kv_cache_bytes():
+    b, s, steps = 2, 16, 4
+    r = measure(TINY, mode="inference", batch=b, seq=s, precision="bf16", decode_steps=steps)
+    layers, kv_heads, head_dim, size = 2, 2, 16, 2
+    assert r["kv_cache_bytes"] == 2 * b * (s + steps) * layers * kv_heads * head_dim * size
+    assert r["categories_at_peak"]["parameters"] == 2 * TINY_PARAMS
+    assert r["categories_at_peak"]["gradients"] == 0
+    assert r["peak_phase"] in ("prefill", "decode")
+    assert r["prefill_logits_bytes"] == b * s * 128 * 2  # full logits in the weight dtype
+    last = measure(TINY, mode="inference", batch=b, seq=s, precision="bf16", decode_steps=steps,
+                   logits_to_keep=1)
+    assert last["prefill_logits_bytes"] == b * 1 * 128 * 2
+
+
+def test_moe_falls_back_or_traces():
+    moe = dict(model_type="mixtral", hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+               num_attention_heads=4, num_key_value_heads=2, vocab_size=128,
+               num_local_experts=4, num_experts_per_tok=2)
+    r32 = measure(moe, mode="train", batch=1, seq=8, precision="fp32")
+    assert r32["moe"] is True
+    if not r32["fake"]:
+        assert r32["notes"] and "FakeTensorMode" in r32["notes"][0]
+    fake16 = measure(moe, mode="train", batch=1, seq=8, precision="bf16", fake=True)
+    real16 = measure(moe, mode="train", batch=1, seq=8, precision="bf16", fake=False)
+    assert _strip(fake16) == _strip(real16)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError):
+        measure(TINY, mode="serve", batch=1, seq=8)
+    with pytest.raises(ValueError):
+        measure(TINY, mode="train", batch=1, seq=8, precision="fp16")
+    with pytest.raises(ValueError):
+        measure({"hidden_size": 64}, mode="train", batch=1, seq=8)
+
+
+def test_module_import_is_lazy():
+    code = "import sys, vramsym.measure_torch; assert 'torch' not in sys.modules, 'torch imported eagerly'"
+    root = pathlib.Path(__file__).resolve().parents[1]
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=root)

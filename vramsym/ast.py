@@ -1,0 +1,191 @@
+"""Stage 1 output: the typed, immutable syntax tree of a .vram file.
+
+Every node carries a :class:`Span` so that later stages can point at the exact
+text a user wrote. Nothing here knows about units or sympy.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Optional, Tuple, Union
+
+
+@dataclass(frozen=True)
+class Span:
+    file: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+
+NOSPAN = Span("<builtin>", 0, 0, 0, 0)
+
+
+# ---- units ----
+@dataclass(frozen=True)
+class UnitName:
+    name: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class UnitOne:
+    span: Span
+
+
+@dataclass(frozen=True)
+class UnitBin:
+    op: str  # "*" or "/"
+    left: "Unit"
+    right: "Unit"
+    span: Span
+
+
+@dataclass(frozen=True)
+class UnitPow:
+    base: "Unit"
+    exponent: int
+    span: Span
+
+
+Unit = Union[UnitName, UnitOne, UnitBin, UnitPow]
+
+
+# ---- expressions ----
+@dataclass(frozen=True)
+class Num:
+    value: Fraction
+    text: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class Name:
+    name: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class UnitLiteral:
+    unit: Unit
+    span: Span
+
+
+@dataclass(frozen=True)
+class BinOp:
+    op: str  # + - * / ^
+    left: "Expr"
+    right: "Expr"
+    span: Span
+
+
+@dataclass(frozen=True)
+class Neg:
+    operand: "Expr"
+    span: Span
+
+
+@dataclass(frozen=True)
+class Compare:
+    op: str
+    left: "Expr"
+    right: "Expr"
+    span: Span
+
+
+@dataclass(frozen=True)
+class Call:
+    func: str
+    args: Tuple["Expr", ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class Case:
+    labels: Tuple[str, ...]
+    expr: "Expr"
+    span: Span
+
+
+@dataclass(frozen=True)
+class Match:
+    option: str
+    cases: Tuple[Case, ...]
+    span: Span
+
+
+Expr = Union[Num, Name, UnitLiteral, BinOp, Neg, Compare, Call, Match]
+
+
+# ---- statements ----
+@dataclass(frozen=True)
+class Include:
+    path: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class SymbolDecl:
+    name: str
+    unit: Unit
+    description: str
+    span: Span
+    latex: Optional[str] = None
+    domain: str = "posint"
+    default: Optional[Expr] = None
+    config_keys: Tuple[str, ...] = ()
+    alias: Optional[str] = None
+    sources: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class OptionDecl:
+    name: str
+    choices: Tuple[str, ...]
+    default: str
+    description: str
+    span: Span
+    sources: Tuple[str, ...] = ()
+    config_keys: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TermDef:
+    name: str
+    expr: Expr
+    unit: Unit
+    description: str
+    span: Span
+    sources: Tuple[str, ...] = ()
+    latex: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Let:
+    name: str
+    expr: Expr
+    span: Span
+
+
+@dataclass(frozen=True)
+class RegimeDef:
+    name: str
+    extends: Optional[str]
+    description: str
+    span: Span
+    add: Tuple[Tuple[str, Span], ...] = ()
+    drop: Tuple[Tuple[str, Span], ...] = ()
+    lets: Tuple[Let, ...] = ()
+    options: Tuple[Tuple[str, str, Span], ...] = ()
+    sources: Tuple[str, ...] = ()
+
+
+Statement = Union[Include, SymbolDecl, OptionDecl, TermDef, RegimeDef]
+
+
+@dataclass(frozen=True)
+class Module:
+    """One parsed file."""
+    path: str
+    statements: Tuple[Statement, ...] = field(default_factory=tuple)

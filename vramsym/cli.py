@@ -1,0 +1,303 @@
+"""The command line: a thin layer over the public API in ``vramsym/__init__.py``.
+
+Every command takes ``--json``; exit codes are named in :class:`ExitStatus`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from enum import IntEnum
+from typing import Dict, List, Optional
+
+import vramsym
+from vramsym.diagnostics import DoesNotFit, FormulaError, InputError, SolveError, VramError
+
+
+class ExitStatus(IntEnum):
+    OK = 0
+    BAD_INPUT = 1        # unknown model / GPU / option, malformed formula file, bad size
+    USAGE = 2            # argparse: wrong flags
+    DOES_NOT_FIT = 3     # nothing fits the capacity
+    NO_SOLUTION = 4      # the inverse problem is ill-posed (unbounded, non-monotone)
+    INTERNAL = 70
+
+
+EXAMPLES = """examples:
+  vramsym solve max_batch --model llama-3.1-8b --seq 4096 --gpu 24GB
+  vramsym solve max_seq --model qwen2.5-7b --batch 4 --gpu rtx-4090 --kv-dtype fp8
+  vramsym estimate --model llama-3.1-8b --batch 1 --seq 4096
+  vramsym estimate --model mistral-7b-v0.1 --regime train --precision mixed --json
+  vramsym estimate --model ./my-model/config.json --batch 8 --seq 2048 --weight-dtype nf4
+  vramsym models | vramsym gpus | vramsym formulas | vramsym check my.vram
+"""
+
+# options are added as flags from the formula files; these get a short help
+_COMMON_INPUTS = (("batch", "batch size"), ("seq", "sequence length in tokens"))
+
+
+def _parser(lib) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="vramsym", description="GPU memory of LLM jobs from cited formulas.",
+                                epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"vramsym {vramsym.__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    def common(sp, need_model=True):
+        sp.add_argument("--model", required=need_model, help="catalog name (see `vramsym models`) or path to a config.json")
+        sp.add_argument("--regime", default="inference", help="regime (default: inference); see `vramsym formulas`")
+        for flag, help_ in _COMMON_INPUTS:
+            sp.add_argument(f"--{flag}", help=help_)
+        sp.add_argument("--set", action="append", default=[], metavar="SYMBOL=VALUE",
+                        help="give any declared symbol a value (e.g. --set r=16)")
+        grp = sp.add_argument_group("options (from the formula files)")
+        for name, o in sorted(lib.options.items()):
+            grp.add_argument(f"--{name.replace('_', '-')}", dest=f"opt_{name}", choices=o.choices, metavar="{" + ",".join(o.choices) + "}",
+                             help=f"{o.description} (default {o.default})")
+        sp.add_argument("--formulas", action="append", default=[], metavar="PATH", help="extra formula file or folder")
+        sp.add_argument("--unit", choices=["GiB", "GB"], default=None, help="show sizes in GiB (2^30 B) or GB (10^9 B); default both")
+        sp.add_argument("--json", action="store_true", help="machine-readable output")
+
+    e = sub.add_parser("estimate", help="memory of one configuration, by component",
+                       epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    common(e)
+    s = sub.add_parser("solve", help="largest batch / sequence / rank that fits a capacity",
+                       epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    s.add_argument("target", help="max_batch, max_seq, max_lora_rank or max_<any integer symbol>")
+    common(s)
+    s.add_argument("--gpu", required=True, help="capacity: 24GB (10^9 B), 24GiB (2^30 B), 80000MiB, or a GPU name")
+    m = sub.add_parser("models", help="the bundled model catalog")
+    m.add_argument("--json", action="store_true")
+    g = sub.add_parser("gpus", help="the bundled GPU catalog")
+    g.add_argument("--json", action="store_true")
+    f = sub.add_parser("formulas", help="every term with its unit and source")
+    f.add_argument("--formulas", action="append", default=[], metavar="PATH")
+    f.add_argument("--json", action="store_true")
+    c = sub.add_parser("check", help="validate a formula file")
+    c.add_argument("files", nargs="+")
+    c.add_argument("--json", action="store_true")
+    return p
+
+
+def _inputs(args) -> Dict[str, object]:
+    out: Dict[str, object] = {}
+    for flag, _ in _COMMON_INPUTS:
+        v = getattr(args, flag, None)
+        if v is not None:
+            out[flag] = v
+    for item in args.set:
+        if "=" not in item:
+            raise InputError(f"--set expects SYMBOL=VALUE, got '{item}'")
+        k, v = item.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _options(args, lib) -> Dict[str, str]:
+    return {n: getattr(args, f"opt_{n}") for n in lib.options if getattr(args, f"opt_{n}", None) is not None}
+
+
+def _sizes(n: int, unit: Optional[str]) -> str:
+    from vramsym.capacity import fmt_both, fmt_bytes
+    return fmt_bytes(n, unit) if unit else fmt_both(n)
+
+
+def _component_rows(est) -> List[Dict]:
+    total = est.exact_total or 1
+    return [{"name": c.name, "description": c.description, "bytes": c.bytes,
+             "share": float(c.exact / total) if est.exact_total else 0.0,
+             "formula": str(c.expr), "sources": list(c.sources)} for c in est.components]
+
+
+def _estimate_json(est) -> Dict:
+    return {"model": est.model, "regime": est.regime,
+            "options": {k: v for k, v in est.options if k in est.used_options},
+            "inputs": {k: str(v) for k, v in est.binding.values.items() if est.binding.provenance[k] == "input"},
+            "total_bytes": est.total_bytes, "components": _component_rows(est), "notes": list(est.notes)}
+
+
+def _print_estimate(est, unit, out=sys.stdout, capacity=None):
+    from vramsym.capacity import fmt_bytes
+    opts = ", ".join(f"{k}={v}" for k, v in est.options if k in est.used_options)
+    print(f"model {est.model}, regime {est.regime}: {est.description}", file=out)
+    print(f"options: {opts}", file=out)
+    ins = {k: v for k, v in est.binding.values.items() if est.binding.provenance[k] == "input"}
+    if ins:
+        print("inputs: " + ", ".join(f"{k}={v}" for k, v in sorted(ins.items())), file=out)
+    for n in est.notes:
+        print(f"note: {n}", file=out)
+    rows = _component_rows(est)
+    w = max([len(r["name"]) for r in rows] + [5])
+    cols = ["GiB", "GB"] if unit is None else [unit]
+    head = f"  {'component':<{w}}  {'bytes':>18}  " + "  ".join(f"{c:>10}" for c in cols) + "   share  description"
+    print(head, file=out)
+    for r in rows:
+        sizes = "  ".join(f"{fmt_bytes(r['bytes'], c).split()[0]:>10}" for c in cols)
+        print(f"  {r['name']:<{w}}  {r['bytes']:>18,}  {sizes}  {r['share']*100:5.1f}%  {r['description']}", file=out)
+    sizes = "  ".join(f"{fmt_bytes(est.total_bytes, c).split()[0]:>10}" for c in cols)
+    print(f"  {'total':<{w}}  {est.total_bytes:>18,}  {sizes}  100.0%", file=out)
+    if capacity is not None:
+        head_ = capacity - est.total_bytes
+        verdict = "fits" if head_ >= 0 else "does NOT fit"
+        print(f"capacity {capacity:,} B: {verdict}, headroom {head_:,} B ({_sizes(abs(head_), unit)}"
+              f"{'' if head_ >= 0 else ' short'})", file=out)
+
+
+def cmd_estimate(args, lib) -> int:
+    model = vramsym.load_model(args.model, args.formulas)
+    est = vramsym.estimate(model, args.regime, _options(args, lib), _inputs(args), library=lib)
+    if args.json:
+        print(json.dumps(_estimate_json(est), indent=2))
+    else:
+        _print_estimate(est, args.unit)
+    return ExitStatus.OK
+
+
+def cmd_solve(args, lib) -> int:
+    capacity, cap_desc = vramsym.resolve_capacity(args.gpu)
+    model = vramsym.load_model(args.model, args.formulas)
+    sol = vramsym.solve(args.target, capacity, model, args.regime, _options(args, lib), _inputs(args), library=lib)
+    if args.json:
+        d = {"variable": sol.alias, "symbol": sol.variable, "value": sol.value, "total_bytes": sol.total_bytes,
+             "capacity_bytes": sol.capacity_bytes, "headroom_bytes": sol.capacity_bytes - sol.total_bytes,
+             "next_total_bytes": sol.next_total_bytes, "method": sol.method, "equation": str(sol.equation),
+             "estimate": _estimate_json(sol.estimate)}
+        print(json.dumps(d, indent=2))
+        return ExitStatus.OK
+    print(f"largest {sol.alias} that fits: {sol.value}", )
+    print(f"capacity: {cap_desc} = {sol.capacity_bytes:,} B = {_sizes(sol.capacity_bytes, args.unit)}")
+    print(f"total at {sol.alias}={sol.value}: {sol.total_bytes:,} B = {_sizes(sol.total_bytes, args.unit)}; "
+          f"at {sol.value + 1}: {sol.next_total_bytes:,} B = {_sizes(sol.next_total_bytes, args.unit)} (over)")
+    print(f"M({sol.variable}) = {sol.equation}   [bytes; {sol.method}]")
+    print()
+    _print_estimate(sol.estimate, args.unit, capacity=sol.capacity_bytes)
+    return ExitStatus.OK
+
+
+def cmd_models(args, lib) -> int:
+    from vramsym.models import catalog
+    rows = []
+    for name, path in catalog().items():
+        d = json.loads(path.read_text())
+        m = vramsym.load_model(name)
+        est = vramsym.estimate(m, "inference", inputs={"batch": 1, "seq": 1}, library=lib)
+        p = next(c for c in est.components if c.name == "weights").exact / 2
+        rows.append({"name": name, "hf_id": d.get("hf_id"), "model_type": m.config.get("model_type"),
+                     "params": int(p), "source": d.get("source")})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        for r in rows:
+            print(f"{r['name']:<18} {r['params']:>16,} params  {r['model_type']:<12} {r['hf_id']}")
+    return ExitStatus.OK
+
+
+def cmd_gpus(args, lib) -> int:
+    from vramsym.gpus import catalog
+    gpus = catalog()
+    if args.json:
+        print(json.dumps([{"name": g.name, "memory_mib": g.memory_mib, "capacity_bytes": g.capacity_bytes,
+                           "marketed": g.marketed, "aliases": list(g.aliases), "source": g.source} for g in gpus], indent=2))
+    else:
+        for g in gpus:
+            print(f"{g.name:<22} {g.memory_mib:>8,} MiB = {g.capacity_bytes / 2**30:7.2f} GiB = "
+                  f"{g.capacity_bytes / 1e9:7.2f} GB  (marketed {g.marketed})")
+    return ExitStatus.OK
+
+
+def cmd_formulas(args, lib) -> int:
+    terms = [{"name": t.name, "unit": lib.units.get(t.name), "description": t.description,
+              "file": t.span.file, "line": t.span.line, "sources": list(t.sources)} for t in lib.terms.values()]
+    regimes = [{"name": r.name, "extends": r.extends, "description": r.description,
+                "add": [a for a, _ in r.add], "drop": [d for d, _ in r.drop]} for r in lib.regimes.values()]
+    options = [{"name": o.name, "choices": list(o.choices), "default": o.default, "description": o.description}
+               for o in lib.options.values()]
+    if args.json:
+        print(json.dumps({"terms": terms, "regimes": regimes, "options": options}, indent=2))
+        return ExitStatus.OK
+    print("regimes:")
+    for r in regimes:
+        print(f"  {r['name']}" + (f" (extends {r['extends']})" if r["extends"] else "") + f": {r['description']}")
+    print("options:")
+    for o in options:
+        print(f"  {o['name']} = {{{', '.join(o['choices'])}}}, default {o['default']}: {o['description']}")
+    print("terms:")
+    for t in terms:
+        print(f"  {t['name']} [{t['unit']}] {t['description']}  ({t['file']}:{t['line']})")
+        for s in t["sources"]:
+            print(f"      source: {s}")
+    return ExitStatus.OK
+
+
+def cmd_check(args, lib) -> int:
+    from pathlib import Path
+    from vramsym.library import load
+    from vramsym.paths import formulas_dir
+    paths = [formulas_dir()] + [Path(f) for f in args.files]
+    for f in args.files:
+        if not Path(f).exists():
+            raise InputError(f"cannot check '{f}': no such file")
+    checked, diags = load(paths)
+    if args.json:
+        print(json.dumps({"ok": not diags, "diagnostics": [d.to_dict() for d in diags],
+                          "terms": len(checked.terms), "regimes": len(checked.regimes)}, indent=2))
+    elif diags:
+        for d in diags:
+            print(d.render(checked.sources), file=sys.stderr)
+    else:
+        print(f"ok: {', '.join(args.files)} ({len(checked.terms)} terms, {len(checked.regimes)} regimes with the bundled formulas)")
+    return ExitStatus.BAD_INPUT if diags else ExitStatus.OK
+
+
+COMMANDS = {"estimate": cmd_estimate, "solve": cmd_solve, "models": cmd_models, "gpus": cmd_gpus,
+            "formulas": cmd_formulas, "check": cmd_check}
+
+
+def _extra_formulas(argv: List[str]) -> List[str]:
+    out = []
+    for i, a in enumerate(argv):
+        if a == "--formulas" and i + 1 < len(argv):
+            out.append(argv[i + 1])
+        elif a.startswith("--formulas="):
+            out.append(a.split("=", 1)[1])
+    return out
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    wants_json = "--json" in argv
+    try:
+        lib = vramsym.load_library(_extra_formulas(argv) if (argv[:1] != ["check"]) else ())
+        parser = _parser(lib)
+        if not argv:
+            parser.print_help()
+            return ExitStatus.USAGE
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return ExitStatus.USAGE
+        return int(COMMANDS[args.command](args, lib))
+    except VramError as e:
+        status = {DoesNotFit: ExitStatus.DOES_NOT_FIT, SolveError: ExitStatus.NO_SOLUTION}.get(type(e), ExitStatus.BAD_INPUT)
+        if wants_json:
+            print(json.dumps({"error": e.to_dict()}, indent=2))
+        else:
+            print(f"vramsym: {e}", file=sys.stderr)
+        return status
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # output piped into `head`
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return ExitStatus.OK
+    except Exception as e:  # an internal bug: say so plainly, no traceback unless asked
+        if os.environ.get("VRAMSYM_DEBUG"):
+            raise
+        print(f"vramsym: internal error: {type(e).__name__}: {e} (set VRAMSYM_DEBUG=1 for a traceback)", file=sys.stderr)
+        return ExitStatus.INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

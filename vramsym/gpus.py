@@ -1,0 +1,64 @@
+"""GPU capacities from formulas/gpus.json (memory as the driver reports it, in MiB)."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Tuple
+
+from .capacity import parse_size
+from .diagnostics import InputError, suggest
+from .paths import formulas_dir
+
+
+@dataclass(frozen=True)
+class GPU:
+    name: str
+    memory_mib: int
+    marketed: str
+    vendor: str
+    kind: str
+    source: str
+    aliases: Tuple[str, ...] = ()
+
+    @property
+    def capacity_bytes(self) -> int:
+        return self.memory_mib * 2**20
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", s.lower())
+
+
+def catalog() -> List[GPU]:
+    data = json.loads((formulas_dir() / "gpus.json").read_text())
+    return [GPU(g["name"], int(g["memory_mib"]), g.get("marketed", ""), g.get("vendor", ""),
+                g.get("kind", ""), g.get("memory_mib_source", ""), tuple(g.get("aliases", ())))
+            for g in data["gpus"]]
+
+
+def find_gpu(name: str) -> GPU:
+    key = _norm(name)
+    gpus = catalog()
+    for g in gpus:
+        if key in {_norm(g.name), *(_norm(a) for a in g.aliases)}:
+            return g
+    names = [g.name for g in gpus]
+    hint = suggest(name.lower(), names)
+    raise InputError(f"unknown GPU '{name}'" + (f"; did you mean {', '.join(hint)}?" if hint else "") +
+                     "; give a size such as 24GB or 24GiB, or run `vramsym gpus`")
+
+
+def resolve_capacity(text: str) -> Tuple[int, str]:
+    """'24GB' / '24GiB' / '80000MiB' / 'rtx-4090' -> (bytes, description)."""
+    t = str(text).strip()
+    if t and t[0].isdigit():
+        try:
+            n = parse_size(t)
+            return n, t
+        except InputError:
+            # '4090' is a GPU name, not a size
+            if not re.fullmatch(r"\d+", t):
+                raise
+    g = find_gpu(t)
+    return g.capacity_bytes, f"{g.name} ({g.memory_mib:,} MiB as reported by the driver)"

@@ -1,0 +1,341 @@
+"""The pipeline's front half: files -> parsed modules -> one checked :class:`Library`.
+
+``load(paths)`` reads like the pipeline: parse every file (following
+includes), gather declarations, then check names, units, matches, regimes and
+cycles. It returns ``(library, diagnostics)``; only :func:`load_or_raise`
+raises (one :class:`FormulaError` with every diagnostic).
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+from . import ast as A
+from .diagnostics import (MSG_ARITY, MSG_COMPARE_OUTSIDE_IF, MSG_CYCLE, MSG_DUPLICATE,
+                          MSG_DEFAULT_UNIT, MSG_IF_CONDITION, MSG_INCLUDE, MSG_LET_UNIT, MSG_MATCH_INCOMPLETE,
+                          MSG_TERM_UNIT, MSG_UNKNOWN_CHOICE, MSG_UNKNOWN_COMPONENT,
+                          MSG_UNKNOWN_DOMAIN, MSG_UNKNOWN_FUNCTION, MSG_UNKNOWN_NAME,
+                          MSG_UNKNOWN_OPTION, MSG_UNKNOWN_REGIME, Diagnostic, FormulaError)
+
+DOMAINS = ("posint", "nonnegint", "posreal", "nonnegreal", "bool")
+FUNCTIONS = {"min": (2, None), "max": (2, None), "ceil": (1, 1), "floor": (1, 1), "if": (3, 3)}
+
+
+@dataclass
+class Library:
+    """Every declaration of the loaded formula files, checked. Picklable, no pint/lark inside."""
+    symbols: Dict[str, A.SymbolDecl] = field(default_factory=dict)
+    options: Dict[str, A.OptionDecl] = field(default_factory=dict)
+    terms: Dict[str, A.TermDef] = field(default_factory=dict)
+    regimes: Dict[str, A.RegimeDef] = field(default_factory=dict)
+    units: Dict[str, str] = field(default_factory=dict)  # name -> readable unit
+    sources: Dict[str, str] = field(default_factory=dict)  # file -> text
+    files: Tuple[str, ...] = ()
+
+    def kind_of(self, name: str) -> Optional[str]:
+        if name in self.terms:
+            return "term"
+        if name in self.symbols:
+            return "symbol"
+        return None
+
+    def symbol_by_alias(self, name: str) -> Optional[A.SymbolDecl]:
+        if name in self.symbols:
+            return self.symbols[name]
+        for s in self.symbols.values():
+            if s.alias == name:
+                return s
+        return None
+
+
+def files_hash(paths: Iterable[Path]) -> str:
+    h = hashlib.sha256()
+    for p in sorted(_expand(paths)):
+        h.update(str(p).encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def _expand(paths: Iterable[Path]) -> List[Path]:
+    out: List[Path] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            out.extend(sorted(q for q in p.glob("*.vram")))
+            units = p / "units.txt"
+            if units.exists():
+                out.append(units)
+        else:
+            out.append(p)
+    return out
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        from .paths import formulas_dir
+        try:
+            return "formulas/" + str(path.resolve().relative_to(formulas_dir().resolve()))
+        except ValueError:
+            return str(path)
+
+
+def load(paths: Sequence[Path], units_file: Optional[str] = None) -> Tuple[Library, List[Diagnostic]]:
+    from .parse import parse_file, parse_text
+    lib = Library()
+    diags: List[Diagnostic] = []
+    seen: Set[Path] = set()
+    modules: List[A.Module] = []
+
+    def visit(path: Path, via: Optional[A.Include]):
+        path = path.resolve()
+        if path in seen:
+            return
+        seen.add(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            span = via.span if via else A.Span(str(path), 0, 0, 0, 0)
+            diags.append(Diagnostic(span, "include", MSG_INCLUDE.format(path=str(path), why=getattr(e, "strerror", None) or str(e))))
+            return
+        name = _display(path)
+        module, d = parse_text(text, name)
+        lib.sources[name] = text
+        diags.extend(d)
+        modules.append(module)
+        for st in module.statements:
+            if isinstance(st, A.Include):
+                visit(path.parent / st.path, st)
+
+    for p in _expand(paths):
+        if p.suffix == ".vram" or not p.exists():
+            visit(p, None)
+    lib.files = tuple(m.path for m in modules)
+    _collect(lib, modules, diags)
+    if units_file is None:
+        from .units import units_file_default
+        units_file = units_file_default()
+    _check(lib, diags, units_file)
+    return lib, diags
+
+
+def load_or_raise(paths: Sequence[Path], units_file: Optional[str] = None) -> Library:
+    lib, diags = load(paths, units_file)
+    if diags:
+        raise FormulaError(diags, lib.sources)
+    return lib
+
+
+def _where(span: A.Span) -> str:
+    return f"{span.file}:{span.line}:{span.column}"
+
+
+def _collect(lib: Library, modules: List[A.Module], diags: List[Diagnostic]) -> None:
+    values: Dict[str, A.Span] = {}
+    for m in modules:
+        for st in m.statements:
+            if isinstance(st, (A.SymbolDecl, A.TermDef)):
+                if st.name in values:
+                    diags.append(Diagnostic(st.span, "definition", MSG_DUPLICATE.format(name=st.name, first=_where(values[st.name]))))
+                    continue
+                values[st.name] = st.span
+                (lib.symbols if isinstance(st, A.SymbolDecl) else lib.terms)[st.name] = st
+            elif isinstance(st, A.OptionDecl):
+                if st.name in lib.options:
+                    diags.append(Diagnostic(st.span, "definition", MSG_DUPLICATE.format(name=st.name, first=_where(lib.options[st.name].span))))
+                    continue
+                lib.options[st.name] = st
+            elif isinstance(st, A.RegimeDef):
+                if st.name in lib.regimes:
+                    diags.append(Diagnostic(st.span, "definition", MSG_DUPLICATE.format(name=st.name, first=_where(lib.regimes[st.name].span))))
+                    continue
+                lib.regimes[st.name] = st
+
+
+def _check(lib: Library, diags: List[Diagnostic], units_file: str) -> None:
+    from .units import build_unit, fmt, registry, same, unit_of
+    ureg = registry(units_file)
+    declared = {}
+    for name, decl in list(lib.symbols.items()) + list(lib.terms.items()):
+        u = build_unit(decl.unit, ureg, diags)
+        if u is not None:
+            declared[name] = u
+            lib.units[name] = fmt(u)
+    for s in lib.symbols.values():
+        if s.domain not in DOMAINS:
+            diags.append(Diagnostic(s.span, "definition", MSG_UNKNOWN_DOMAIN.format(name=s.domain, known=", ".join(DOMAINS))))
+    for o in lib.options.values():
+        if o.default not in o.choices:
+            diags.append(Diagnostic(o.span, "definition", MSG_UNKNOWN_CHOICE.format(option=o.name, choice=o.default, choices=", ".join(o.choices))))
+
+    def lookup(n: A.Name):
+        if n.name in declared:
+            return declared[n.name]
+        return None  # unknown names are reported by _check_names
+
+    def check_expr(expr: A.Expr, want, what: str, span: A.Span, name: str):
+        before = len(diags)
+        _check_names(expr, lib, diags, in_if=False)
+        if len(diags) != before:
+            return
+        got = unit_of(expr, lookup, ureg, diags)
+        if got is not None and want is not None and not same(got, want):
+            msg = {"term": MSG_TERM_UNIT, "let": MSG_LET_UNIT, "default": MSG_DEFAULT_UNIT}[what].format(
+                name=name, declared=fmt(want), actual=fmt(got))
+            diags.append(Diagnostic(span, "unit", msg))
+
+    for t in lib.terms.values():
+        check_expr(t.expr, declared.get(t.name), "term", t.expr.span, t.name)
+    for s in lib.symbols.values():
+        if s.default is not None:
+            check_expr(s.default, declared.get(s.name), "default", s.default.span, s.name)
+    _check_regimes(lib, diags, check_expr, declared)
+    _check_cycles(lib, diags)
+
+
+def _check_names(e: A.Expr, lib: Library, diags: List[Diagnostic], in_if: bool) -> None:
+    if isinstance(e, A.Name):
+        if e.name not in lib.symbols and e.name not in lib.terms:
+            diags.append(Diagnostic(e.span, "name", MSG_UNKNOWN_NAME.format(name=e.name)))
+    elif isinstance(e, A.BinOp):
+        _check_names(e.left, lib, diags, False)
+        _check_names(e.right, lib, diags, False)
+    elif isinstance(e, A.Neg):
+        _check_names(e.operand, lib, diags, False)
+    elif isinstance(e, A.Compare):
+        if not in_if:
+            diags.append(Diagnostic(e.span, "syntax", MSG_COMPARE_OUTSIDE_IF))
+        _check_names(e.left, lib, diags, False)
+        _check_names(e.right, lib, diags, False)
+    elif isinstance(e, A.Call):
+        if e.func not in FUNCTIONS:
+            diags.append(Diagnostic(e.span, "name", MSG_UNKNOWN_FUNCTION.format(name=e.func, known=", ".join(sorted(FUNCTIONS)))))
+            return
+        lo, hi = FUNCTIONS[e.func]
+        n = len(e.args)
+        if n < lo or (hi is not None and n > hi):
+            exp = str(lo) if lo == hi else f"at least {lo}"
+            diags.append(Diagnostic(e.span, "syntax", MSG_ARITY.format(name=e.func, expected=exp, got=n)))
+            return
+        for i, a in enumerate(e.args):
+            if e.func == "if" and i == 0:
+                if not isinstance(a, A.Compare):
+                    diags.append(Diagnostic(a.span, "syntax", MSG_IF_CONDITION))
+                    continue
+                _check_names(a, lib, diags, True)
+            else:
+                _check_names(a, lib, diags, False)
+    elif isinstance(e, A.Match):
+        opt = lib.options.get(e.option)
+        if opt is None:
+            diags.append(Diagnostic(e.span, "name", MSG_UNKNOWN_OPTION.format(name=e.option)))
+        else:
+            covered: Set[str] = set()
+            for c in e.cases:
+                for label in c.labels:
+                    if label not in opt.choices:
+                        diags.append(Diagnostic(c.span, "name", MSG_UNKNOWN_CHOICE.format(option=opt.name, choice=label, choices=", ".join(opt.choices))))
+                    elif label in covered:
+                        diags.append(Diagnostic(c.span, "definition", MSG_DUPLICATE.format(name=f"{opt.name}={label}", first="an earlier case")))
+                    covered.add(label)
+            missing = [c for c in opt.choices if c not in covered]
+            if missing:
+                diags.append(Diagnostic(e.span, "definition", MSG_MATCH_INCOMPLETE.format(option=opt.name, missing=", ".join(missing))))
+        for c in e.cases:
+            _check_names(c.expr, lib, diags, False)
+
+
+def _check_regimes(lib: Library, diags, check_expr, declared) -> None:
+    for r in lib.regimes.values():
+        if r.extends is not None and r.extends not in lib.regimes:
+            diags.append(Diagnostic(r.span, "name", MSG_UNKNOWN_REGIME.format(name=r.extends)))
+        for name, span in r.add + r.drop:
+            if name not in lib.terms:
+                diags.append(Diagnostic(span, "name", MSG_UNKNOWN_COMPONENT.format(name=name)))
+        for opt, choice, span in r.options:
+            o = lib.options.get(opt)
+            if o is None:
+                diags.append(Diagnostic(span, "name", MSG_UNKNOWN_OPTION.format(name=opt)))
+            elif choice not in o.choices:
+                diags.append(Diagnostic(span, "name", MSG_UNKNOWN_CHOICE.format(option=opt, choice=choice, choices=", ".join(o.choices))))
+        for let in r.lets:
+            if let.name not in lib.symbols and let.name not in lib.terms:
+                diags.append(Diagnostic(let.span, "name", MSG_UNKNOWN_NAME.format(name=let.name)))
+                continue
+            check_expr(let.expr, declared.get(let.name), "let", let.span, let.name)
+    # inheritance cycles
+    for r in lib.regimes.values():
+        chain, cur = [r.name], r
+        while cur.extends and cur.extends in lib.regimes:
+            if cur.extends in chain:
+                diags.append(Diagnostic(r.span, "cycle", MSG_CYCLE.format(chain=" -> ".join(chain + [cur.extends]))))
+                break
+            chain.append(cur.extends)
+            cur = lib.regimes[cur.extends]
+
+
+def names_in(e: A.Expr) -> List[A.Name]:
+    out: List[A.Name] = []
+
+    def go(x):
+        if isinstance(x, A.Name):
+            out.append(x)
+        elif isinstance(x, (A.BinOp, A.Compare)):
+            go(x.left)
+            go(x.right)
+        elif isinstance(x, A.Neg):
+            go(x.operand)
+        elif isinstance(x, A.Call):
+            for a in x.args:
+                go(a)
+        elif isinstance(x, A.Match):
+            for c in x.cases:
+                go(c.expr)
+    go(e)
+    return out
+
+
+def _check_cycles(lib: Library, diags: List[Diagnostic]) -> None:
+    graph: Dict[str, List[A.Name]] = {}
+    spans: Dict[str, A.Span] = {}
+    for t in lib.terms.values():
+        graph[t.name] = names_in(t.expr)
+        spans[t.name] = t.span
+    for s in lib.symbols.values():
+        graph[s.name] = names_in(s.default) if s.default is not None else []
+        spans[s.name] = s.span
+    cycle = find_cycle({k: [n.name for n in v] for k, v in graph.items()})
+    if cycle:
+        diags.append(Diagnostic(spans[cycle[0]], "cycle", MSG_CYCLE.format(chain=" -> ".join(cycle))))
+
+
+def find_cycle(graph: Dict[str, List[str]]) -> Optional[List[str]]:
+    WHITE, GREY, BLACK = 0, 1, 2
+    color = {k: WHITE for k in graph}
+    stack: List[str] = []
+
+    def dfs(u):
+        color[u] = GREY
+        stack.append(u)
+        for v in graph.get(u, ()):
+            if v not in color:
+                continue
+            if color[v] == GREY:
+                return stack[stack.index(v):] + [v]
+            if color[v] == WHITE:
+                c = dfs(v)
+                if c:
+                    return c
+        stack.pop()
+        color[u] = BLACK
+        return None
+
+    for k in sorted(graph):
+        if color[k] == WHITE:
+            c = dfs(k)
+            if c:
+                return c
+    return None

@@ -1,0 +1,164 @@
+"""Models: the bundled catalog (formulas/models/*.json) or any Hugging Face config.json.
+
+A model is its config dict, flattened (multimodal ``text_config`` lifted),
+merged with the structural facts of its ``model_type`` from
+``formulas/architectures.json``, plus a few counts that need a loop over the
+layers (which layers are MoE, which use a sliding window). Formula symbols
+read these fields by name (``from hidden_size | n_embd``).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from .diagnostics import InputError, suggest
+from .paths import formulas_dir
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    config: Dict
+    source: str
+    hf_id: Optional[str] = None
+    published_params: Optional[int] = None
+    notes: Tuple[str, ...] = ()
+
+
+def models_dir(extra: Optional[List[Path]] = None) -> List[Path]:
+    dirs = [formulas_dir() / "models"]
+    for d in extra or []:
+        if (Path(d) / "models").is_dir():
+            dirs.append(Path(d) / "models")
+    return dirs
+
+
+def catalog(extra: Optional[List[Path]] = None) -> Dict[str, Path]:
+    out: Dict[str, Path] = {}
+    for d in models_dir(extra):
+        for p in sorted(d.glob("*.json")):
+            out[p.stem] = p
+    return out
+
+
+def _architectures() -> Dict:
+    return json.loads((formulas_dir() / "architectures.json").read_text())
+
+
+def load_model(name_or_path: str, extra: Optional[List[Path]] = None) -> ModelSpec:
+    """A catalog name (``llama-3.1-8b``) or a path to a config.json (or a folder holding one)."""
+    cat = catalog(extra)
+    key = str(name_or_path).strip()
+    if key.lower() in cat:
+        entry = json.loads(cat[key.lower()].read_text())
+        return _spec(entry["config"], entry.get("name", key), entry.get("source", str(cat[key.lower()])),
+                     entry.get("hf_id"), entry.get("published_params"))
+    path = Path(key).expanduser()
+    if path.is_dir() and (path / "config.json").exists():
+        path = path / "config.json"
+    if path.is_file():
+        try:
+            raw = json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            raise InputError(f"cannot read model config '{path}': {e}") from None
+        if not isinstance(raw, dict):
+            raise InputError(f"model config '{path}' is not a JSON object")
+        if "config" in raw and isinstance(raw["config"], dict) and "name" in raw:
+            return _spec(raw["config"], raw["name"], str(path), raw.get("hf_id"), raw.get("published_params"))
+        return _spec(raw, path.parent.name if path.name == "config.json" else path.stem, str(path))
+    hint = suggest(key.lower(), cat)
+    msg = f"unknown model '{key}': not a catalog name and not a path to a config.json"
+    msg += f"; did you mean {', '.join(hint)}?" if hint else "; run `vramsym models` for the catalog"
+    raise InputError(msg)
+
+
+def _spec(config: Dict, name: str, source: str, hf_id=None, published=None) -> ModelSpec:
+    cfg = dict(config)
+    notes: List[str] = []
+    if isinstance(cfg.get("text_config"), dict):
+        text = dict(cfg["text_config"])
+        notes.append("multimodal config: using its text_config (the vision tower is not counted)")
+        cfg = {**{k: v for k, v in cfg.items() if k != "text_config"}, **text}
+    arch = _architectures()
+    mt = cfg.get("model_type")
+    facts = dict(arch["default"])
+    if mt in arch:
+        facts.update(arch[mt])
+    else:
+        notes.append(f"model_type {mt!r} is not in formulas/architectures.json: assumed a Llama-style "
+                     "decoder (gated MLP, RMSNorm, no hard-coded biases)")
+    facts.pop("source", None)
+    for k, v in facts.items():
+        cfg.setdefault(k, v)
+    cfg.update(_derived(cfg))
+    return ModelSpec(name=name, config=cfg, source=source, hf_id=hf_id, published_params=published,
+                     notes=tuple(notes))
+
+
+def _first(cfg: Dict, *keys, default=None):
+    for k in keys:
+        if cfg.get(k) is not None:
+            return cfg[k]
+    return default
+
+
+def _derived(cfg: Dict) -> Dict:
+    """Per-layer counts that need a loop (documented in formulas/README.md)."""
+    out: Dict = {}
+    L = _first(cfg, "num_hidden_layers", "n_layer")
+    if not isinstance(L, int):
+        return out
+    experts = _first(cfg, "num_local_experts", "num_experts", "n_routed_experts", default=0) or 0
+    moe_layers = 0
+    if experts:
+        mt = cfg.get("model_type")
+        for i in range(L):
+            if mt == "deepseek_v3" or "first_k_dense_replace" in cfg:
+                k = cfg.get("first_k_dense_replace", 0) or 0
+                freq = cfg.get("moe_layer_freq", 1) or 1
+                moe = i >= k and i % freq == 0
+            elif "decoder_sparse_step" in cfg or "mlp_only_layers" in cfg:
+                step = cfg.get("decoder_sparse_step", 1) or 1
+                moe = i not in (cfg.get("mlp_only_layers") or []) and (i + 1) % step == 0
+            else:
+                moe = True
+            moe_layers += bool(moe)
+    out["arch_n_experts"] = experts
+    out["arch_moe_layers"] = moe_layers
+    out["arch_ffn"] = "moe" if moe_layers else "dense"
+    out["arch_dense_layers"] = L - moe_layers
+    out["arch_sliding_layers"] = _sliding_layers(cfg, L)
+    return out
+
+
+def _sliding_layers(cfg: Dict, L: int) -> int:
+    window = cfg.get("sliding_window")
+    types = cfg.get("layer_types")
+    if isinstance(types, list):
+        return sum(1 for t in types if t == "sliding_attention")
+    if not window:
+        return 0
+    mt = cfg.get("model_type")
+    if mt == "gemma2":          # modeling_gemma2: even-indexed layers slide
+        return (L + 1) // 2
+    if mt in ("gemma3_text", "gemma3"):  # every sliding_window_pattern-th layer is global
+        pattern = cfg.get("sliding_window_pattern", 6) or 6
+        return sum(1 for i in range(L) if (i + 1) % pattern != 0)
+    if mt in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):
+        if not cfg.get("use_sliding_window"):
+            return 0
+        start = cfg.get("max_window_layers", L)
+        return max(0, L - start)
+    if mt == "mistral" or mt == "mixtral":
+        return L
+    return 0
+
+
+def config_value(cfg: Dict, keys: Tuple[str, ...]):
+    """The first of ``keys`` that the config sets (not null)."""
+    for k in keys:
+        if k in cfg and cfg[k] is not None:
+            return k, cfg[k]
+    return None, None

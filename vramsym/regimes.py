@@ -1,0 +1,182 @@
+"""Stage 4: resolve a regime's inheritance chain and compose its terms into one sympy total.
+
+A regime is a list of component terms plus overrides (``let``) and option
+choices (``set``), inherited through ``extends``. Composing it with the user's
+options gives a :class:`Composed` regime: each component's definition (with
+references to other terms kept as placeholders) and its full expansion into
+declared symbols only. Nothing here mutates the library.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Mapping, Optional, Tuple
+
+import sympy
+
+from . import ast as A
+from .build import make_symbol, placeholder, to_sympy
+from .diagnostics import MSG_CYCLE, InputError, suggest
+from .library import Library, find_cycle, names_in
+
+
+@dataclass(frozen=True)
+class Composed:
+    regime: str
+    description: str
+    chain: Tuple[str, ...]            # root ... leaf
+    options: Tuple[Tuple[str, str], ...]
+    components: Tuple[str, ...]
+    definitions: Dict[str, sympy.Expr]  # every reached term / overridden name -> expr over placeholders
+    expanded: Dict[str, sympy.Expr]     # every reached name -> expr over declared symbols only
+    symbols: Dict[str, sympy.Symbol]    # every declared symbol
+    overridden: Tuple[str, ...]        # names given by a `let` in this regime chain
+
+    @property
+    def total(self) -> sympy.Expr:
+        return sympy.Add(*[self.expanded[c] for c in self.components])
+
+    def free_symbols(self) -> List[str]:
+        names = set()
+        for c in self.components:
+            names |= {s.name for s in self.expanded[c].free_symbols}
+        return sorted(names)
+
+    def option(self, name: str) -> Optional[str]:
+        return dict(self.options).get(name)
+
+
+def regime_chain(lib: Library, name: str) -> List[A.RegimeDef]:
+    if name not in lib.regimes:
+        hint = suggest(name, lib.regimes)
+        raise InputError(f"unknown regime '{name}'" + (f"; did you mean {', '.join(hint)}?" if hint else
+                                                        f"; known regimes: {', '.join(sorted(lib.regimes))}"))
+    chain, cur = [], lib.regimes[name]
+    while True:
+        chain.append(cur)
+        if cur.extends is None:
+            break
+        cur = lib.regimes[cur.extends]
+    return list(reversed(chain))
+
+
+def resolve_options(lib: Library, chain: List[A.RegimeDef], user: Mapping[str, str],
+                    config: Optional[Mapping] = None) -> Dict[str, str]:
+    """Declared default < the model's config (``from``) < the regime's ``set`` < the user's choice."""
+    opts = {name: o.default for name, o in lib.options.items()}
+    for name, o in lib.options.items():
+        for key in o.config_keys:
+            value = (config or {}).get(key)
+            if value is None:
+                continue
+            if str(value) not in o.choices:
+                raise InputError(f"model config field '{key}' is {value!r}, which is not a choice of option "
+                                 f"'{name}' ({', '.join(o.choices)})")
+            opts[name] = str(value)
+            break
+    for r in chain:
+        for name, choice, _ in r.options:
+            opts[name] = choice
+    for name, choice in user.items():
+        if name not in lib.options:
+            hint = suggest(name, lib.options)
+            raise InputError(f"unknown option '{name}'" + (f"; did you mean {', '.join(hint)}?" if hint else
+                                                           f"; options are {', '.join(sorted(lib.options))}"))
+        o = lib.options[name]
+        if choice not in o.choices:
+            raise InputError(f"option '{name}' has no choice '{choice}': choices are {', '.join(o.choices)}")
+        opts[name] = choice
+    return opts
+
+
+def compose(lib: Library, name: str, options: Mapping[str, str] = (),
+            config: Optional[Mapping] = None) -> Composed:
+    """Compose regime ``name``; ``config`` is the model's config, read by options declared ``from``."""
+    chain = regime_chain(lib, name)
+    opts = resolve_options(lib, chain, dict(options), config)
+    components: List[str] = []
+    lets: Dict[str, A.Let] = {}
+    for r in chain:
+        for comp, _ in r.add:
+            if comp not in components:
+                components.append(comp)
+        for comp, _ in r.drop:
+            if comp in components:
+                components.remove(comp)
+        for let in r.lets:
+            lets[let.name] = let
+    symbols = {n: make_symbol(d) for n, d in lib.symbols.items()}
+
+    # Which names are definitions (terms and overrides) rather than free symbols.
+    def source_expr(n: str) -> Optional[A.Expr]:
+        if n in lets:
+            return lets[n].expr
+        if n in lib.terms:
+            return lib.terms[n].expr
+        return None
+
+    reached: Dict[str, A.Expr] = {}
+    todo = list(components)
+    while todo:
+        n = todo.pop()
+        if n in reached:
+            continue
+        e = source_expr(n)
+        if e is None:
+            continue
+        reached[n] = e
+        todo.extend(x.name for x in names_in(e))
+    cycle = find_cycle({n: [x.name for x in names_in(e)] for n, e in reached.items()})
+    if cycle:
+        raise InputError(f"regime '{name}': " + MSG_CYCLE.format(chain=" -> ".join(cycle)))
+
+    def resolve(n: str) -> sympy.Expr:
+        if n in reached:
+            return symbols[n] if n in symbols else placeholder(n)
+        return symbols[n]
+
+    definitions = {n: to_sympy(e, resolve, opts) for n, e in reached.items()}
+    expanded: Dict[str, sympy.Expr] = {}
+
+    def expand(n: str) -> sympy.Expr:
+        if n in expanded:
+            return expanded[n]
+        d = definitions[n]
+        repl = {}
+        for s in d.free_symbols:
+            if s.name in reached and s.name != n:
+                repl[s] = expand(s.name)
+        expanded[n] = d.xreplace(repl) if repl else d
+        return expanded[n]
+
+    for n in definitions:
+        expand(n)
+    top = chain[-1]
+    return Composed(regime=name, description=top.description, chain=tuple(r.name for r in chain),
+                    options=tuple(sorted(opts.items())), components=tuple(components),
+                    definitions=definitions, expanded=expanded, symbols=symbols,
+                    overridden=tuple(sorted(lets)))
+
+
+def used_options(lib: Library, composed: Composed) -> List[str]:
+    """Options whose choice changes this regime (they appear in a reached match)."""
+    used = set()
+
+    def go(e):
+        if isinstance(e, A.Match):
+            used.add(e.option)
+            for c in e.cases:
+                go(c.expr)
+        elif isinstance(e, (A.BinOp, A.Compare)):
+            go(e.left)
+            go(e.right)
+        elif isinstance(e, A.Neg):
+            go(e.operand)
+        elif isinstance(e, A.Call):
+            for a in e.args:
+                go(a)
+
+    chain = regime_chain(lib, composed.regime)
+    lets = {l.name: l.expr for r in chain for l in r.lets}
+    for n in composed.definitions:
+        go(lets.get(n) or lib.terms[n].expr)
+    return sorted(used)

@@ -1,0 +1,181 @@
+"""Stage 2: dimensional analysis of every formula, with pint.
+
+Each symbol and term declares a unit; :func:`unit_of` computes the unit of an
+expression and reports mismatches as diagnostics. Units are built from the
+syntax tree (never by parsing user text with pint's own parser).
+"""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Callable, List, Optional
+
+import pint
+
+from . import ast as A
+from .diagnostics import (MSG_EXPONENT, MSG_NOT_DIMENSIONLESS, MSG_UNIT_MISMATCH,
+                          MSG_UNKNOWN_UNIT, Diagnostic)
+
+
+@functools.lru_cache(maxsize=4)
+def registry(units_file: str) -> pint.UnitRegistry:
+    ureg = pint.UnitRegistry(None)
+    ureg.load_definitions(units_file)
+    return ureg
+
+
+def known_units(ureg: pint.UnitRegistry) -> List[str]:
+    return sorted(str(u) for u in ureg._units.keys())
+
+
+def build_unit(node: A.Unit, ureg: pint.UnitRegistry, diags: List[Diagnostic]) -> Optional[pint.Unit]:
+    """Turn a unit syntax tree into a pint unit; unknown names become diagnostics."""
+    if isinstance(node, A.UnitOne):
+        return ureg.dimensionless
+    if isinstance(node, A.UnitName):
+        if node.name not in ureg:
+            diags.append(Diagnostic(node.span, "unit", MSG_UNKNOWN_UNIT.format(
+                name=node.name, known=", ".join(sorted(_canonical(ureg))))))
+            return None
+        return ureg.Unit(node.name)
+    if isinstance(node, A.UnitPow):
+        base = build_unit(node.base, ureg, diags)
+        return None if base is None else base ** node.exponent
+    left = build_unit(node.left, ureg, diags)
+    right = build_unit(node.right, ureg, diags)
+    if left is None or right is None:
+        return None
+    return left * right if node.op == "*" else left / right
+
+
+def _canonical(ureg) -> List[str]:
+    return [str(name) for name in ureg._units if not name.startswith("_")]
+
+
+def fmt(unit: pint.Unit) -> str:
+    """Readable dimension, e.g. 'byte / element'; dimensionless prints as '1'."""
+    dim = unit.dimensionality
+    if not dim:
+        return "1"
+    parts_num, parts_den = [], []
+    for name, power in sorted(dim.items()):
+        n = name.strip("[]")
+        n = "byte" if n == "information" else n
+        target = parts_num if power > 0 else parts_den
+        p = abs(power)
+        target.append(n if p == 1 else f"{n}^{p:g}")
+    s = " * ".join(parts_num) if parts_num else "1"
+    if parts_den:
+        s += " / " + (parts_den[0] if len(parts_den) == 1 else "(" + " * ".join(parts_den) + ")")
+    return s
+
+
+def same(a: pint.Unit, b: pint.Unit) -> bool:
+    return a.dimensionality == b.dimensionality
+
+
+Lookup = Callable[[A.Name], Optional[pint.Unit]]
+
+
+def unit_of(expr: A.Expr, lookup: Lookup, ureg: pint.UnitRegistry,
+            diags: List[Diagnostic]) -> Optional[pint.Unit]:
+    """The unit of ``expr``; ``None`` when an error was reported (errors do not cascade)."""
+    one = ureg.dimensionless
+
+    def go(e):
+        if isinstance(e, A.Num):
+            return one
+        if isinstance(e, A.Name):
+            return lookup(e)
+        if isinstance(e, A.UnitLiteral):
+            return build_unit(e.unit, ureg, diags)
+        if isinstance(e, A.Neg):
+            return go(e.operand)
+        if isinstance(e, A.BinOp):
+            left, right = go(e.left), go(e.right)
+            if e.op == "^":
+                if left is None:
+                    return None
+                if right is not None and not right.dimensionality == one.dimensionality:
+                    diags.append(Diagnostic(e.right.span, "unit", MSG_NOT_DIMENSIONLESS.format(
+                        what="an exponent", actual=fmt(right))))
+                    return None
+                if left.dimensionality == one.dimensionality:
+                    return one
+                exp = _constant(e.right)
+                if exp is None:
+                    diags.append(Diagnostic(e.span, "unit", MSG_EXPONENT.format(unit=fmt(left))))
+                    return None
+                return left ** float(exp) if exp.denominator != 1 else left ** int(exp)
+            if left is None or right is None:
+                return None
+            if e.op == "*":
+                return left * right
+            if e.op == "/":
+                return left / right
+            if not same(left, right):
+                diags.append(Diagnostic(e.span, "unit", MSG_UNIT_MISMATCH.format(
+                    op="add" if e.op == "+" else "subtract", left=fmt(left), right=fmt(right))))
+                return None
+            return left
+        if isinstance(e, A.Compare):
+            left, right = go(e.left), go(e.right)
+            if left is not None and right is not None and not same(left, right):
+                diags.append(Diagnostic(e.span, "unit", MSG_UNIT_MISMATCH.format(
+                    op="compare", left=fmt(left), right=fmt(right))))
+            return one
+        if isinstance(e, A.Call):
+            units = [go(a) for a in e.args]
+            if e.func in ("ceil", "floor"):
+                u = units[0] if units else None
+                if u is not None and not same(u, one):
+                    diags.append(Diagnostic(e.span, "unit", MSG_NOT_DIMENSIONLESS.format(
+                        what=f"the argument of {e.func}()", actual=fmt(u))))
+                    return None
+                return one
+            values = units[1:] if e.func == "if" else units
+            return _common(values, [a.span for a in (e.args[1:] if e.func == "if" else e.args)],
+                           "combine", diags)
+        if isinstance(e, A.Match):
+            units = [go(c.expr) for c in e.cases]
+            return _common(units, [c.span for c in e.cases], "combine", diags)
+        raise AssertionError(f"unhandled node {e!r}")
+
+    return go(expr)
+
+
+def _common(units, spans, op, diags):
+    known = [(u, s) for u, s in zip(units, spans) if u is not None]
+    if len(known) != len(units):
+        return None
+    if not known:
+        return None
+    first = known[0][0]
+    for u, s in known[1:]:
+        if not same(u, first):
+            diags.append(Diagnostic(s, "unit", MSG_UNIT_MISMATCH.format(op=op, left=fmt(first), right=fmt(u))))
+            return None
+    return first
+
+
+def _constant(e: A.Expr):
+    """Value of a constant numeric expression (for exponents), else None."""
+    from fractions import Fraction
+    if isinstance(e, A.Num):
+        return e.value
+    if isinstance(e, A.Neg):
+        v = _constant(e.operand)
+        return None if v is None else -v
+    if isinstance(e, A.BinOp) and e.op in "+-*/":
+        l, r = _constant(e.left), _constant(e.right)
+        if l is None or r is None:
+            return None
+        if e.op == "/" and r == 0:
+            return None
+        return {"+": l + r, "-": l - r, "*": l * r, "/": Fraction(l) / r if r else None}[e.op]
+    return None
+
+
+def units_file_default() -> str:
+    from .paths import formulas_dir
+    return str(Path(formulas_dir()) / "units.txt")
