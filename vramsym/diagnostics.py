@@ -12,7 +12,7 @@ from typing import Dict, Iterable, List, Optional
 from .ast import Span
 
 # Messages are constants, phrased "cannot X: why" where it fits.
-MSG_SYNTAX = "syntax error: {detail}"
+MSG_SYNTAX = "{detail}"
 MSG_UNKNOWN_NAME = "unknown name '{name}': it is neither a declared symbol nor a term"
 MSG_UNKNOWN_UNIT = "unknown unit '{name}': known units are {known}"
 MSG_UNIT_MISMATCH = "cannot {op} [{left}] and [{right}]: the operands must share a dimension"

@@ -193,6 +193,8 @@ def _subs(composed: Composed, binding: Binding, skip: Tuple[str, ...] = ()) -> D
 
 
 def _as_fraction(e: sympy.Expr, what: str) -> Fraction:
+    if isinstance(e, int):
+        return Fraction(e)
     if not e.is_Rational:
         e2 = sympy.nsimplify(e)
         if not e2.is_Rational:
@@ -262,7 +264,7 @@ def solve_max(lib: Library, composed: Composed, model: Optional[ModelSpec], inpu
     subs = _subs(composed, binding)
     f = composed.total.xreplace(subs)
     lo = 1 if decl.domain == "posint" else 0
-    at_lo = _as_fraction(f.xreplace({x: lo}), "total at the minimum")
+    at_lo = _as_fraction(f.xreplace({x: sympy.Integer(lo)}), "total at the minimum")
     if at_lo > capacity:
         low_inputs = dict(inputs)
         low_inputs[decl.alias or name] = lo
@@ -281,7 +283,7 @@ def solve_max(lib: Library, composed: Composed, model: Optional[ModelSpec], inpu
     final_inputs = dict(inputs)
     final_inputs[decl.alias or name] = root.value
     est = estimate(lib, composed, model, final_inputs)
-    nxt = to_int_bytes(_as_fraction(f.xreplace({x: root.value + 1}), "total above the solution"))
+    nxt = to_int_bytes(_as_fraction(f.xreplace({x: sympy.Integer(root.value + 1)}), "total above the solution"))
     steps = _definition_steps(lib, composed)
     steps.append(Step("expansion", "Expanded into declared symbols", lhs="M", expr=composed.total))
     steps.append(Step("substitution", f"Values (all but {name})",

@@ -385,6 +385,65 @@ def _apply_lora(model, lora: dict):
     return peft.get_peft_model(model, peft.LoraConfig(**kwargs))
 
 
+def _materialize_meta_as_fake(model) -> None:
+    """Replace every meta tensor of ``model`` (parameters, buffers, plain tensor attributes) by an
+    empty CPU tensor of the same shape/dtype; called under FakeTensorMode, so these are fake.
+    Tied parameters stay tied."""
+    import torch
+    from torch import nn
+
+    memo: dict[int, Any] = {}
+
+    def conv(t):
+        new = memo.get(id(t))
+        if new is None:
+            new = torch.empty(t.shape, dtype=t.dtype, device="cpu")
+            if isinstance(t, nn.Parameter):
+                new = nn.Parameter(new, requires_grad=t.requires_grad)
+            memo[id(t)] = new
+        return new
+
+    for mod in model.modules():
+        for name, p in list(mod._parameters.items()):
+            if p is not None and p.device.type == "meta":
+                mod._parameters[name] = conv(p)
+        for name, buf in list(mod._buffers.items()):
+            if buf is not None and buf.device.type == "meta":
+                mod._buffers[name] = conv(buf)
+        for name, val in list(vars(mod).items()):
+            if isinstance(val, torch.Tensor) and not isinstance(val, nn.Parameter) \
+                    and val.device.type == "meta":
+                setattr(mod, name, conv(val))
+
+
+def _build_model(hf_cfg, dtype, attention: str, *, lora: dict | None, checkpointing: bool):
+    """Build the (optionally LoRA-wrapped) model.  Under FakeTensorMode it is built on the meta
+    device first (fast, and peft skips its ``.to()`` moves there: ``Module.to`` on fake parameters
+    fails in torch 2.13 because ``swap_tensors`` refuses tensors with weakrefs) and then every
+    tensor is replaced by a fake CPU tensor."""
+    import torch
+    from torch._guards import active_fake_mode
+
+    fake = active_fake_mode() is not None
+    torch.manual_seed(0)
+    if fake:
+        with torch.device("meta"):
+            model = _from_config(hf_cfg, dtype, attention)
+    else:
+        model = _from_config(hf_cfg, dtype, attention)
+    if checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if lora:
+        if fake:
+            with torch.device("meta"):
+                model = _apply_lora(model, lora)
+        else:
+            model = _apply_lora(model, lora)
+    if fake:
+        _materialize_meta_as_fake(model)
+    return model
+
+
 def _param_counts(model) -> tuple[int, int, dict]:
     total = trainable = 0
     by_dtype: dict[str, int] = {}
@@ -427,12 +486,7 @@ def _measure_train(hf_cfg, *, batch, seq, precision, optimizer, attention, check
     import torch
 
     param_dtype = torch.bfloat16 if precision == "bf16" else torch.float32
-    torch.manual_seed(0)
-    model = _from_config(hf_cfg, param_dtype, attention)
-    if checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    if lora:
-        model = _apply_lora(model, lora)
+    model = _build_model(hf_cfg, param_dtype, attention, lora=lora, checkpointing=checkpointing)
     model.train()
     total, trainable, by_dtype = _param_counts(model)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -500,10 +554,7 @@ def _measure_train(hf_cfg, *, batch, seq, precision, optimizer, attention, check
 def _measure_inference(hf_cfg, *, batch, seq, precision, attention, lora, decode_steps, logits_to_keep):
     import torch
 
-    torch.manual_seed(0)
-    model = _from_config(hf_cfg, _dtype(precision), attention)
-    if lora:
-        model = _apply_lora(model, lora)
+    model = _build_model(hf_cfg, _dtype(precision), attention, lora=lora, checkpointing=False)
     model.eval()
     total, trainable, by_dtype = _param_counts(model)
 

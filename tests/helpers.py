@@ -1,0 +1,21 @@
+"""Load formula text together with the bundled library, for tests."""
+from pathlib import Path
+import tempfile
+
+from vramsym.library import load, load_or_raise
+from vramsym.paths import formulas_dir
+
+
+def load_text(text: str, name: str = "t.vram", bundled: bool = False):
+    d = Path(tempfile.mkdtemp())
+    p = d / name
+    p.write_text(text)
+    paths = ([formulas_dir()] if bundled else []) + [p]
+    return load(paths)
+
+
+def lib_text(text: str, bundled: bool = False):
+    d = Path(tempfile.mkdtemp())
+    p = d / "t.vram"
+    p.write_text(text)
+    return load_or_raise(([formulas_dir()] if bundled else []) + [p])

@@ -1,0 +1,80 @@
+"""Worked examples of the two seed articles (../shared/seeds), reproduced exactly.
+
+Seed 1: "大模型显存占用详解：单卡训练与推理" (000_63cfde3642906b3f.txt).
+Seed 2: "大模型显存需求分析与优化实战技巧" (003_e02a37dc804dcda3.txt).
+"""
+import vramsym
+from vramsym.engine import estimate
+from vramsym.regimes import compose
+
+from helpers import lib_text
+
+
+def comp(est, name):
+    return next(c for c in est.components if c.name == name).bytes
+
+
+def test_seed1_llama7b_kv_cache_b64(lib):
+    # Seed 1, section 2(2): llama7B, hidden 4096, seq 2048, batch 64, 32 layers, fp16:
+    # 2 * 64 * 32 * 2048 * 4096 * 2 B = 68,719,476,736 B = 64 GiB (the seed prints "68G", i.e. 68.7 GB).
+    m = vramsym.load_model("llama-7b")
+    est = vramsym.estimate(m, "inference", {"kv_dtype": "fp16"}, {"batch": 64, "seq": 2048}, library=lib)
+    assert comp(est, "kv_cache") == 68_719_476_736 == 64 * 2**30
+
+
+def test_seed1_llama7b_kv_cache_b1(lib):
+    # Seed 1: "in a single batch the KV cache is only about 1G": 2 * 1 * 32 * 2048 * 4096 * 2 = 1 GiB.
+    m = vramsym.load_model("llama-7b")
+    est = vramsym.estimate(m, "inference", {"kv_dtype": "fp16"}, {"batch": 1, "seq": 2048}, library=lib)
+    assert comp(est, "kv_cache") == 2**30
+
+
+def test_seed2_llama2_7b_256_tokens(lib):
+    # Seed 2, section 2.1: KV_cache = 2 x 1 x 32 x 256 x 4096 x 2B, printed there as "= 1GB".
+    # The product is 134,217,728 B = 128 MiB: the seed's arithmetic is off by 8x.
+    m = vramsym.load_model("llama-2-7b")
+    est = vramsym.estimate(m, "inference", {"kv_dtype": "fp16"}, {"batch": 1, "seq": 256}, library=lib)
+    assert comp(est, "kv_cache") == 2 * 1 * 32 * 256 * 4096 * 2 == 134_217_728
+
+
+def test_seed2_llama2_7b_fp16_weights(lib):
+    # Seed 2, section 2.1: 7B parameters x 2 B = 14 GB. Llama-2-7B has 6,738,415,616 parameters exactly.
+    m = vramsym.load_model("llama-2-7b")
+    est = vramsym.estimate(m, "inference", {"weight_dtype": "fp16"}, {"batch": 1, "seq": 1}, library=lib)
+    assert comp(est, "weights") == 2 * 6_738_415_616
+
+
+NOMINAL = '''
+regime train_8b extends train "seed 1: 8B parameters" { let P = 8 * 10^9 * [parameter] }
+regime train_4b_seed2 extends train "seed 2: Qwen-4B, fp16 weights + fp32 grads + fp32 Adam" {
+    let P = 4 * 10^9 * [parameter]
+    set precision = fp16_fp32grad
+}
+'''
+
+
+def test_seed1_mixed_precision_adamw_8b():
+    # Seed 1, section 2(1): an 8B model in mixed precision with AdamW:
+    # (4 + 2) weights + 2 grads + (4 + 4) Adam = 16 bytes/param: 48 + 16 + 64 = 128 G (10^9 B).
+    lib = lib_text(NOMINAL, bundled=True)
+    est = estimate(lib, compose(lib, "train_8b"), None, {})
+    assert est.total_bytes == 128 * 10**9
+    assert comp(est, "weights_train") + comp(est, "master_weights") == 48 * 10**9
+    assert comp(est, "gradients") == 16 * 10**9
+    assert comp(est, "optimizer_states") == 64 * 10**9
+
+
+def test_seed2_qwen4b_full_finetune_states():
+    # Seed 2, section 3.1: params 4B x 2B = 8 GB, grads 4B x 4B = 16 GB, Adam 2 x 4B x 4B = 32 GB.
+    lib = lib_text(NOMINAL, bundled=True)
+    est = estimate(lib, compose(lib, "train_4b_seed2"), None, {})
+    assert comp(est, "weights_train") == 8 * 10**9
+    assert comp(est, "gradients") == 16 * 10**9
+    assert comp(est, "optimizer_states") == 32 * 10**9
+    assert comp(est, "master_weights") == 0
+
+
+def test_llama31_8b_mixed_adamw_is_16_bytes_per_param(lib):
+    m = vramsym.load_model("llama-3.1-8b")
+    est = vramsym.estimate(m, "train", {"precision": "mixed", "optimizer": "adamw"}, library=lib)
+    assert est.total_bytes == 16 * 8_030_261_248
