@@ -60,7 +60,9 @@ def test_train_fp32_adamw_accounting():
     assert r["peak_bytes"] == sum(cats.values())
     # forward ends with the saved activations; logits (b*s*V fp32) are a transient on top
     fwd = r["per_phase_peak"]["forward"]
-    assert fwd["peak_bytes"] - fwd["end_bytes"] == 2 * 16 * 128 * 4
+    # (plus, for a vocab this small, the int64 labels padded by one position in HF's loss)
+    transient = fwd["peak_bytes"] - fwd["end_bytes"]
+    assert 0 <= transient - 2 * 16 * 128 * 4 <= 2 * 17 * 8
 
 
 def test_train_bf16_and_sgd():

@@ -101,6 +101,21 @@ def test_unknown_unit():
     assert any(d.kind == "unit" and "unknown unit 'furlong'" in d.message for d in diags)
 
 
+def test_every_term_must_cite_a_source():
+    _, diags = load_text(HEADER + 'term x = eb * [element] : byte "x"')
+    assert [d.message for d in diags] == ["term 'x' cites no source: add source \"paper, eq. N\" (or model code, or a measured run)"]
+
+
+def test_regime_components_must_be_bytes():
+    _, diags = load_text(HEADER + 'regime r "r" { add eb }')
+    assert any("a component must be in [byte]" in d.message for d in diags)
+
+
+def test_default_may_not_use_a_term():
+    _, diags = load_text(HEADER + 'symbol z : byte/element "z" default eb')
+    assert any("a default may only use other symbols" in d.message for d in diags)
+
+
 def test_comparison_only_in_if():
     _, diags = load_text(HEADER + 'term x = min(b > 1, b) * eb * [element/sequence] : byte "x"')
     assert any("only allowed as the first argument of if()" in d.message for d in diags)
@@ -108,7 +123,7 @@ def test_comparison_only_in_if():
 
 def test_formula_error_is_one_exception_with_every_diagnostic():
     with pytest.raises(FormulaError) as ei:
-        lib_text(HEADER + 'term x = q : byte "x"\nterm y = b * eb : byte "y"')
+        lib_text(HEADER + 'term x = q : byte "x" source "t"\nterm y = b * eb : byte "y" source "t"')
     e = ei.value
     assert len(e.diagnostics) == 2
     assert "t.vram:" in str(e) and "^" in str(e)

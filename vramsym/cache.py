@@ -28,11 +28,13 @@ def load_library(extra: Sequence = (), use_cache: bool = True):
     paths = [formulas_dir()] + [Path(p) for p in extra]
     if not use_cache or os.environ.get("VRAMSYM_NO_CACHE"):
         return load_or_raise(paths)
-    key = files_hash(paths)
+    key = files_hash(paths + _code_files())
     target = cache_dir() / f"library-{__version__}-{key[:24]}.pickle"
     try:
         with open(target, "rb") as fh:
-            return pickle.load(fh)
+            lib = pickle.load(fh)
+        if _fresh(lib):
+            return lib
     except (OSError, pickle.PickleError, EOFError, AttributeError, ImportError, TypeError):
         pass
     lib = load_or_raise(paths)
@@ -45,3 +47,21 @@ def load_library(extra: Sequence = (), use_cache: bool = True):
     except OSError:
         pass
     return lib
+
+
+def _code_files():
+    """The pipeline's own code and grammar are part of the key: a new version re-checks everything."""
+    here = Path(__file__).parent
+    return [here / n for n in ("grammar.lark", "parse.py", "units.py", "library.py", "ast.py", "diagnostics.py")]
+
+
+def _fresh(lib) -> bool:
+    """Every file the cached library read (includes too) still has the same content."""
+    import hashlib
+    for path, digest in lib.file_hashes.items():
+        try:
+            if hashlib.sha256(Path(path).read_bytes()).hexdigest() != digest:
+                return False
+        except OSError:
+            return False
+    return True

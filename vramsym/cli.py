@@ -116,8 +116,9 @@ def _estimate_json(est) -> Dict:
             "total_bytes": est.total_bytes, "components": _component_rows(est), "notes": list(est.notes)}
 
 
-def _print_estimate(est, unit, out=sys.stdout, capacity=None):
+def _print_estimate(est, unit, out=None, capacity=None):
     from vramsym.capacity import fmt_bytes
+    out = out or sys.stdout
     opts = ", ".join(f"{k}={v}" for k, v in est.options if k in est.used_options)
     print(f"model {est.model}, regime {est.regime}: {est.description}", file=out)
     print(f"options: {opts}", file=out)

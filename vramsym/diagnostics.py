@@ -18,6 +18,9 @@ MSG_UNKNOWN_UNIT = "unknown unit '{name}': known units are {known}"
 MSG_UNIT_MISMATCH = "cannot {op} [{left}] and [{right}]: the operands must share a dimension"
 MSG_TERM_UNIT = "term '{name}' is declared as [{declared}] but its formula gives [{actual}]"
 MSG_DEFAULT_UNIT = "the default of '{name}' must be in [{declared}], its formula gives [{actual}]"
+MSG_DEFAULT_TERM = "the default of '{name}' uses the term '{term}': a default may only use other symbols"
+MSG_NO_SOURCE = "term '{name}' cites no source: add source \"paper, eq. N\" (or model code, or a measured run)"
+MSG_COMPONENT_UNIT = "cannot add '{name}' to a regime: a component must be in [byte], it is in [{unit}]"
 MSG_LET_UNIT = "cannot override '{name}' [{declared}] with a formula in [{actual}]"
 MSG_NOT_DIMENSIONLESS = "{what} must be dimensionless, got [{actual}]"
 MSG_EXPONENT = "cannot raise [{unit}] to a non-constant power"
@@ -119,6 +122,7 @@ class SolveError(VramError):
 def suggest(name: str, candidates: Iterable[str], n: int = 3) -> List[str]:
     import difflib
     cands = list(candidates)
+    cands = list(dict.fromkeys(cands))
     out = difflib.get_close_matches(name, cands, n=n, cutoff=0.5)
     low = name.lower()
     for c in cands:

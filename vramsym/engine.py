@@ -135,6 +135,9 @@ def bind(lib: Library, composed: Composed, model: Optional[ModelSpec], inputs: M
         if decl is None:
             hint = suggest(k, [s.alias or s.name for s in lib.symbols.values()] + list(lib.symbols))
             raise InputError(f"unknown input '{k}'" + (f"; did you mean {', '.join(hint)}?" if hint else ""))
+        if decl.name in composed.overridden:
+            raise InputError(f"{k} is fixed by regime '{composed.regime}' (a `let` in its chain): "
+                             f"it cannot also be given as an input")
         user[decl.name] = v
     cfg = model.config if model else {}
 
@@ -171,8 +174,8 @@ def bind(lib: Library, composed: Composed, model: Optional[ModelSpec], inputs: M
                              f"{', '.join(decl.config_keys)}") if model else "no model was given"
                     raise InputError(f"missing value for {decl.alias or name} ({decl.description}): {where}")
                 flag = decl.alias or name
-                raise InputError(f"missing value for {flag} ({decl.description}): give it with --{flag.replace('_', '-')} "
-                                 f"or --set {name}=VALUE")
+                how = f"--{flag} N" if flag in ("batch", "seq") else f"--set {name}=VALUE"
+                raise InputError(f"missing value for {flag} ({decl.description}): give it with {how}")
         _check_domain(decl, v, origin if origin != "input" else "the input")
         values[name] = v
         prov[name] = origin

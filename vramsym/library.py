@@ -14,7 +14,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from . import ast as A
 from .diagnostics import (MSG_ARITY, MSG_COMPARE_OUTSIDE_IF, MSG_CYCLE, MSG_DUPLICATE,
-                          MSG_DEFAULT_UNIT, MSG_IF_CONDITION, MSG_INCLUDE, MSG_LET_UNIT, MSG_MATCH_INCOMPLETE,
+                          MSG_COMPONENT_UNIT, MSG_DEFAULT_TERM, MSG_DEFAULT_UNIT, MSG_IF_CONDITION, MSG_NO_SOURCE, MSG_INCLUDE, MSG_LET_UNIT, MSG_MATCH_INCOMPLETE,
                           MSG_TERM_UNIT, MSG_UNKNOWN_CHOICE, MSG_UNKNOWN_COMPONENT,
                           MSG_UNKNOWN_DOMAIN, MSG_UNKNOWN_FUNCTION, MSG_UNKNOWN_NAME,
                           MSG_UNKNOWN_OPTION, MSG_UNKNOWN_REGIME, Diagnostic, FormulaError)
@@ -33,6 +33,7 @@ class Library:
     units: Dict[str, str] = field(default_factory=dict)  # name -> readable unit
     sources: Dict[str, str] = field(default_factory=dict)  # file -> text
     files: Tuple[str, ...] = ()
+    file_hashes: Dict[str, str] = field(default_factory=dict)  # absolute path -> sha256 (for the cache)
 
     def kind_of(self, name: str) -> Optional[str]:
         if name in self.terms:
@@ -54,7 +55,7 @@ def files_hash(paths: Iterable[Path]) -> str:
     h = hashlib.sha256()
     for p in sorted(_expand(paths)):
         h.update(str(p).encode())
-        h.update(p.read_bytes())
+        h.update(p.read_bytes() if p.is_file() else b"<missing>")
     return h.hexdigest()
 
 
@@ -102,6 +103,7 @@ def load(paths: Sequence[Path], units_file: Optional[str] = None) -> Tuple[Libra
             diags.append(Diagnostic(span, "include", MSG_INCLUDE.format(path=str(path), why=getattr(e, "strerror", None) or str(e))))
             return
         name = _display(path)
+        lib.file_hashes[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
         module, d = parse_text(text, name)
         lib.sources[name] = text
         diags.extend(d)
@@ -111,7 +113,7 @@ def load(paths: Sequence[Path], units_file: Optional[str] = None) -> Tuple[Libra
                 visit(path.parent / st.path, st)
 
     for p in _expand(paths):
-        if p.suffix == ".vram" or not p.exists():
+        if p.name != "units.txt" or not p.exists():
             visit(p, None)
     lib.files = tuple(m.path for m in modules)
     _collect(lib, modules, diags)
@@ -191,7 +193,14 @@ def _check(lib: Library, diags: List[Diagnostic], units_file: str) -> None:
         check_expr(t.expr, declared.get(t.name), "term", t.expr.span, t.name)
     for s in lib.symbols.values():
         if s.default is not None:
-            check_expr(s.default, declared.get(s.name), "default", s.default.span, s.name)
+            bad = [n for n in names_in(s.default) if n.name in lib.terms]
+            for n in bad:
+                diags.append(Diagnostic(n.span, "definition", MSG_DEFAULT_TERM.format(name=s.name, term=n.name)))
+            if not bad:
+                check_expr(s.default, declared.get(s.name), "default", s.default.span, s.name)
+    for t in lib.terms.values():
+        if not t.sources:
+            diags.append(Diagnostic(t.span, "definition", MSG_NO_SOURCE.format(name=t.name)))
     _check_regimes(lib, diags, check_expr, declared)
     _check_cycles(lib, diags)
 
@@ -249,12 +258,15 @@ def _check_names(e: A.Expr, lib: Library, diags: List[Diagnostic], in_if: bool) 
 
 
 def _check_regimes(lib: Library, diags, check_expr, declared) -> None:
+    from .units import fmt
     for r in lib.regimes.values():
         if r.extends is not None and r.extends not in lib.regimes:
             diags.append(Diagnostic(r.span, "name", MSG_UNKNOWN_REGIME.format(name=r.extends)))
         for name, span in r.add + r.drop:
             if name not in lib.terms:
                 diags.append(Diagnostic(span, "name", MSG_UNKNOWN_COMPONENT.format(name=name)))
+            elif name in declared and fmt(declared[name]) != "byte":
+                diags.append(Diagnostic(span, "unit", MSG_COMPONENT_UNIT.format(name=name, unit=fmt(declared[name]))))
         for opt, choice, span in r.options:
             o = lib.options.get(opt)
             if o is None:

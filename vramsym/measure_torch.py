@@ -187,6 +187,32 @@ def _make_tracker_class():
             self._peak_mem = {d: s["Total"] for d, s in self._peak_mem_snap.items()}
             self.peak_probe = self.probe() if self.probe else None
 
+        def _track_module_params_and_buffers(self, module, install_grad_hooks: bool = True):
+            # Same as MemTracker's, but only hooks parameters that require grad: the stock version
+            # calls register_hook on frozen parameters too (LoRA base weights) and raises.
+            from torch.distributed._tools.mem_tracker import _MemRefType
+
+            def _grad_hook(grad) -> None:
+                self._update_and_maybe_create_winfos(grad, _MemRefType.GRAD)
+
+            param_memory = 0
+            for param in module.parameters():
+                winfos = self._update_and_maybe_create_winfos(param, _MemRefType.PARAM)
+                param_memory += sum(w.mem_consumed for w in winfos)
+                if param.grad is not None:
+                    self._update_and_maybe_create_winfos(param.grad, _MemRefType.GRAD)
+                if (install_grad_hooks and param.requires_grad
+                        and self._param_to_grad_hook_handles.get(param, None) is None):
+                    self._param_to_grad_hook_handles[param] = (
+                        param.register_hook(_grad_hook),
+                        param.register_post_accumulate_grad_hook(lambda p: _grad_hook(p.grad)),
+                    )
+            buffer_memory = 0
+            for buffer in module.buffers():
+                winfos = self._update_and_maybe_create_winfos(buffer, _MemRefType.BUFFER)
+                buffer_memory += sum(w.mem_consumed for w in winfos)
+            return param_memory, buffer_memory
+
         def _update_peak_stats(self, peak_state) -> None:  # noqa: D401
             before = dict(self._peak_mem)
             super()._update_peak_stats(peak_state)

@@ -130,6 +130,7 @@ def _derived(cfg: Dict) -> Dict:
     out["arch_ffn"] = "moe" if moe_layers else "dense"
     out["arch_dense_layers"] = L - moe_layers
     out["arch_sliding_layers"] = _sliding_layers(cfg, L)
+    out["arch_kv_window"] = "sliding" if out["arch_sliding_layers"] else "full"
     return out
 
 

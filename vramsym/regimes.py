@@ -64,6 +64,8 @@ def resolve_options(lib: Library, chain: List[A.RegimeDef], user: Mapping[str, s
     """Declared default < the model's config (``from``) < the regime's ``set`` < the user's choice."""
     opts = {name: o.default for name, o in lib.options.items()}
     for name, o in lib.options.items():
+        if name in user:
+            continue
         for key in o.config_keys:
             value = (config or {}).get(key)
             if value is None:

@@ -1,0 +1,139 @@
+"""The command line: outputs, --json shapes, exit codes, errors without tracebacks."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from vramsym.cli import ExitStatus, main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_solve_max_batch_main_command(capsys):
+    code, out, _ = run(capsys, "solve", "max_batch", "--model", "llama-3.1-8b", "--seq", "4096", "--gpu", "24GB")
+    assert code == ExitStatus.OK
+    assert "largest batch that fits: 14" in out
+    assert "GiB" in out and "GB" in out
+    assert "regime inference" in out and "weight_dtype=bf16" in out and "kv_dtype=bf16" in out
+
+
+@pytest.mark.parametrize("gpu,capacity", [("24GB", 24 * 10**9), ("24GiB", 24 * 2**30),
+                                          ("80000MiB", 80000 * 2**20), ("rtx-4090", 24564 * 2**20)])
+def test_solve_json_keys_and_capacities(capsys, gpu, capacity):
+    code, out, _ = run(capsys, "solve", "max_batch", "--model", "llama-3.1-8b", "--seq", "4096", "--gpu", gpu, "--json")
+    assert code == ExitStatus.OK
+    d = json.loads(out)
+    assert d["capacity_bytes"] == capacity
+    assert d["variable"] == "batch"
+    assert d["total_bytes"] <= capacity < d["next_total_bytes"]
+    # weights 16,060,522,496 B + b * 2*4096*32*8*128*2 B (bf16 KV, GQA 8 of 32 heads)
+    assert d["value"] == (capacity - 16_060_522_496) // (4096 * 32 * 2 * 8 * 128 * 2)
+
+
+def test_estimate_json(capsys):
+    code, out, _ = run(capsys, "estimate", "--model", "llama-3.1-8b", "--batch", "1", "--seq", "4096", "--json")
+    d = json.loads(out)
+    assert code == 0
+    names = {c["name"]: c["bytes"] for c in d["components"]}
+    assert names["weights"] == 2 * 8_030_261_248
+    assert names["kv_cache"] == 2 * 4096 * 32 * 8 * 128 * 2
+    assert d["total_bytes"] == sum(names.values())
+
+
+def test_estimate_human_table(capsys):
+    code, out, _ = run(capsys, "estimate", "--model", "llama-3.1-8b", "--batch", "1", "--seq", "4096")
+    assert code == 0
+    assert "16,060,522,496" in out and "total" in out and "GiB" in out
+
+
+@pytest.mark.parametrize("argv,status,needle", [
+    (["estimate", "--model", "llama-3.1-8x", "--batch", "1", "--seq", "1"], ExitStatus.BAD_INPUT, "did you mean llama-3.1-8b"),
+    (["solve", "max_batch", "--model", "llama-3.1-8b", "--seq", "4096", "--gpu", "24"], ExitStatus.BAD_INPUT, "GPU"),
+    (["solve", "max_batch", "--model", "llama-3.1-8b", "--seq", "4096", "--gpu", "24XB"], ExitStatus.BAD_INPUT, "unknown memory unit"),
+    (["solve", "max_batch", "--model", "llama-3.1-8b", "--seq", "4096", "--gpu", "12GB"], ExitStatus.DOES_NOT_FIT, "nothing fits"),
+    (["solve", "max_batch", "--model", "llama-3.1-8b", "--seq", "4096", "--gpu", "rtx-9999"], ExitStatus.BAD_INPUT, "unknown GPU"),
+    (["solve", "max_batch", "--model", "llama-3.1-8b", "--batch", "2", "--seq", "4096", "--gpu", "24GB"], ExitStatus.BAD_INPUT, "both given and solved"),
+    (["solve", "max_foo", "--model", "llama-3.1-8b", "--seq", "4096", "--gpu", "24GB"], ExitStatus.BAD_INPUT, "cannot solve for 'foo'"),
+    (["estimate", "--model", "llama-3.1-8b", "--batch", "0", "--seq", "1"], ExitStatus.BAD_INPUT, "must be positive"),
+    (["estimate", "--model", "llama-3.1-8b", "--batch", "1.5", "--seq", "1"], ExitStatus.BAD_INPUT, "whole number"),
+    (["estimate", "--model", "llama-3.1-8b", "--seq", "1"], ExitStatus.BAD_INPUT, "missing value for batch"),
+    (["estimate", "--model", "llama-3.1-8b", "--regime", "infernce", "--batch", "1", "--seq", "1"], ExitStatus.BAD_INPUT, "did you mean inference"),
+])
+def test_bad_input_exit_codes(capsys, argv, status, needle):
+    code, out, err = run(capsys, *argv)
+    assert code == status
+    assert needle in err
+    assert "Traceback" not in err
+
+
+def test_errors_in_json(capsys):
+    code, out, _ = run(capsys, "solve", "max_batch", "--model", "llama-3.1-8b", "--seq", "4096", "--gpu", "12GB", "--json")
+    d = json.loads(out)
+    assert code == ExitStatus.DOES_NOT_FIT
+    assert d["error"]["kind"] == "does_not_fit" and d["error"]["shortfall_bytes"] > 0
+
+
+def test_config_json_path_and_missing_field(tmp_path, capsys):
+    cfg = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100}
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    code, out, _ = run(capsys, "estimate", "--model", str(p), "--batch", "1", "--seq", "8", "--json")
+    assert code == 0
+    del cfg["vocab_size"]
+    p.write_text(json.dumps(cfg))
+    code, out, err = run(capsys, "estimate", "--model", str(p), "--batch", "1", "--seq", "8")
+    assert code == ExitStatus.BAD_INPUT and "vocab_size" in err
+
+
+def test_check_command_reports_location(tmp_path, capsys):
+    bad = tmp_path / "bad.vram"
+    bad.write_text('term kv = 2 * b * s * L * n_kv * d_head * kv_bytes : byte "forgot [element/(token*layer)]"\n')
+    code, out, err = run(capsys, "check", str(bad))
+    assert code == ExitStatus.BAD_INPUT
+    assert "bad.vram:1:" in err and "unit error" in err and "^" in err
+    good = tmp_path / "good.vram"
+    good.write_text('term kv2 = 2 * b * s * L * n_kv * d_head * [element/(token*layer)] * kv_bytes : byte "ok" source "test"\n')
+    code, out, err = run(capsys, "check", str(good))
+    assert code == 0 and "ok" in out
+
+
+def test_models_gpus_formulas(capsys):
+    code, out, _ = run(capsys, "models", "--json")
+    rows = json.loads(out)
+    assert code == 0 and len(rows) >= 25
+    assert next(r for r in rows if r["name"] == "llama-3.1-8b")["params"] == 8_030_261_248
+    code, out, _ = run(capsys, "gpus", "--json")
+    assert any(g["name"] == "rtx-4090" for g in json.loads(out))
+    code, out, _ = run(capsys, "formulas", "--json")
+    d = json.loads(out)
+    assert all(t["sources"] for t in d["terms"]), "every term cites a source"
+
+
+def test_console_script_runs_as_a_process():
+    r = subprocess.run([sys.executable, "-m", "vramsym.cli", "estimate", "--model", "gpt2", "--batch", "1", "--seq", "8", "--json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["total_bytes"] > 0
+
+
+def test_cache_follows_included_files(tmp_path, monkeypatch):
+    """A warm cache must notice a change in a file reached only through `include`."""
+    import vramsym
+    monkeypatch.delenv("VRAMSYM_NO_CACHE", raising=False)
+    monkeypatch.setenv("VRAMSYM_CACHE_DIR", str(tmp_path / "cache"))
+    inc = tmp_path / "inc.vram"
+    inc.write_text('term extra_t = 1 * [byte] : byte "t" source "test"\n')
+    top = tmp_path / "top.vram"
+    top.write_text('include "inc.vram"\n')
+    lib = vramsym.load_library([top])
+    assert "extra_t" in lib.terms
+    assert "extra_t" in vramsym.load_library([top]).terms  # warm
+    inc.write_text('term extra_t = 1 * [byte] : byte "t"\n')  # no source now: must fail
+    with pytest.raises(vramsym.FormulaError):
+        vramsym.load_library([top])
