@@ -17,15 +17,22 @@ def run(capsys, *argv):
 def test_solve_max_batch_main_command(capsys):
     code, out, _ = run(capsys, "solve", "max_batch", "--model", "llama-3.1-8b", "--seq", "4096", "--gpu", "24GB")
     assert code == ExitStatus.OK
-    assert "largest batch that fits: 14" in out
+    code2, js, _ = run(capsys, "solve", "max_batch", "--model", "llama-3.1-8b", "--seq", "4096", "--gpu", "24GB", "--json")
+    d = json.loads(js)
+    assert f"largest batch that fits: {d['value']}" in out
+    assert d["total_bytes"] <= 24 * 10**9 < d["next_total_bytes"]
+    # every component is named in the estimate at the answer
+    names = {c["name"] for c in d["estimate"]["components"]}
+    assert {"weights", "kv_cache", "prefill_activations", "logits", "runtime_overhead"} <= names
     assert "GiB" in out and "GB" in out
-    assert "regime inference" in out and "weight_dtype=bf16" in out and "kv_dtype=bf16" in out
+    assert "regime inference" in out and "precision=bf16" in out and "kv_dtype=auto" in out
 
 
 @pytest.mark.parametrize("gpu,capacity", [("24GB", 24 * 10**9), ("24GiB", 24 * 2**30),
                                           ("80000MiB", 80000 * 2**20), ("rtx-4090", 24564 * 2**20)])
 def test_solve_json_keys_and_capacities(capsys, gpu, capacity):
-    code, out, _ = run(capsys, "solve", "max_batch", "--model", "llama-3.1-8b", "--seq", "4096", "--gpu", gpu, "--json")
+    code, out, _ = run(capsys, "solve", "max_batch", "--model", "llama-3.1-8b", "--seq", "4096", "--gpu", gpu,
+                       "--regime", "inference-kv", "--json")
     assert code == ExitStatus.OK
     d = json.loads(out)
     assert d["capacity_bytes"] == capacity
@@ -39,10 +46,12 @@ def test_estimate_json(capsys):
     code, out, _ = run(capsys, "estimate", "--model", "llama-3.1-8b", "--batch", "1", "--seq", "4096", "--json")
     d = json.loads(out)
     assert code == 0
+    assert d["params"] == 8_030_261_248
     names = {c["name"]: c["bytes"] for c in d["components"]}
     assert names["weights"] == 2 * 8_030_261_248
     assert names["kv_cache"] == 2 * 4096 * 32 * 8 * 128 * 2
     assert d["total_bytes"] == sum(names.values())
+    assert d["options"]["precision"] == "bf16"
 
 
 def test_estimate_human_table(capsys):

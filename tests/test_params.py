@@ -9,7 +9,7 @@ from vramsym.models import catalog
 
 def params(lib, name):
     m = vramsym.load_model(name)
-    est = vramsym.estimate(m, "inference", {"weight_dtype": "fp32"}, {"batch": 1, "seq": 1}, library=lib)
+    est = vramsym.estimate(m, "inference", {"precision": "fp32"}, {"batch": 1, "seq": 1}, library=lib)
     return next(c for c in est.components if c.name == "weights").bytes // 4
 
 

@@ -40,13 +40,13 @@ def test_seed2_llama2_7b_256_tokens(lib):
 def test_seed2_llama2_7b_fp16_weights(lib):
     # Seed 2, section 2.1: 7B parameters x 2 B = 14 GB. Llama-2-7B has 6,738,415,616 parameters exactly.
     m = vramsym.load_model("llama-2-7b")
-    est = vramsym.estimate(m, "inference", {"weight_dtype": "fp16"}, {"batch": 1, "seq": 1}, library=lib)
+    est = vramsym.estimate(m, "inference", {"precision": "fp16"}, {"batch": 1, "seq": 1}, library=lib)
     assert comp(est, "weights") == 2 * 6_738_415_616
 
 
 NOMINAL = '''
-regime train_8b extends train "seed 1: 8B parameters" { let P = 8 * 10^9 * [parameter] }
-regime train_4b_seed2 extends train "seed 2: Qwen-4B, fp16 weights + fp32 grads + fp32 Adam" {
+regime train_8b extends train_states "seed 1: 8B parameters" { let P = 8 * 10^9 * [parameter] }
+regime train_4b_seed2 extends train_states "seed 2: Qwen-4B, fp16 weights + fp32 grads + fp32 Adam" {
     let P = 4 * 10^9 * [parameter]
     set precision = fp16_fp32grad
 }
@@ -76,5 +76,5 @@ def test_seed2_qwen4b_full_finetune_states():
 
 def test_llama31_8b_mixed_adamw_is_16_bytes_per_param(lib):
     m = vramsym.load_model("llama-3.1-8b")
-    est = vramsym.estimate(m, "train", {"precision": "mixed", "optimizer": "adamw"}, library=lib)
+    est = vramsym.estimate(m, "train_states", {"optimizer": "adamw"}, library=lib)
     assert est.total_bytes == 16 * 8_030_261_248

@@ -33,8 +33,14 @@ EXAMPLES = """examples:
   vramsym models | vramsym gpus | vramsym formulas | vramsym check my.vram
 """
 
-# options are added as flags from the formula files; these get a short help
-_COMMON_INPUTS = (("batch", "batch size"), ("seq", "sequence length in tokens"))
+
+def _show(choice: str) -> str:
+    """Choices and names print with hyphens on the command line (mixed-bf16, all-linear)."""
+    return choice.replace("_", "-")
+
+
+def _choice(value: str) -> str:
+    return value.replace("-", "_")
 
 
 def _parser(lib) -> argparse.ArgumentParser:
@@ -45,15 +51,19 @@ def _parser(lib) -> argparse.ArgumentParser:
 
     def common(sp, need_model=True):
         sp.add_argument("--model", required=need_model, help="catalog name (see `vramsym models`) or path to a config.json")
-        sp.add_argument("--regime", default="inference", help="regime (default: inference); see `vramsym formulas`")
-        for flag, help_ in _COMMON_INPUTS:
-            sp.add_argument(f"--{flag}", help=help_)
+        sp.add_argument("--regime", default="inference", type=_choice,
+                        help="regime (default: inference): " + ", ".join(_show(r) for r in sorted(lib.regimes)))
+        ins = sp.add_argument_group("inputs (symbols of the formula files with a command-line name)")
+        for sym in sorted((d for d in lib.symbols.values() if d.alias), key=lambda d: d.alias):
+            ins.add_argument(f"--{_show(sym.alias)}", dest=f"in_{sym.alias}", metavar="N",
+                             help=f"{sym.description} (symbol {sym.name})")
         sp.add_argument("--set", action="append", default=[], metavar="SYMBOL=VALUE",
-                        help="give any declared symbol a value (e.g. --set r=16)")
+                        help="give any declared symbol a value (e.g. --set n_kv=1)")
         grp = sp.add_argument_group("options (from the formula files)")
         for name, o in sorted(lib.options.items()):
-            grp.add_argument(f"--{name.replace('_', '-')}", dest=f"opt_{name}", choices=o.choices, metavar="{" + ",".join(o.choices) + "}",
-                             help=f"{o.description} (default {o.default})")
+            grp.add_argument(f"--{_show(name)}", dest=f"opt_{name}", type=_choice, choices=o.choices,
+                             metavar="{" + ",".join(_show(c) for c in o.choices) + "}",
+                             help=f"{o.description} (default {_show(o.default)})")
         sp.add_argument("--formulas", action="append", default=[], metavar="PATH", help="extra formula file or folder")
         sp.add_argument("--unit", choices=["GiB", "GB"], default=None, help="show sizes in GiB (2^30 B) or GB (10^9 B); default both")
         sp.add_argument("--json", action="store_true", help="machine-readable output")
@@ -81,10 +91,9 @@ def _parser(lib) -> argparse.ArgumentParser:
 
 def _inputs(args) -> Dict[str, object]:
     out: Dict[str, object] = {}
-    for flag, _ in _COMMON_INPUTS:
-        v = getattr(args, flag, None)
-        if v is not None:
-            out[flag] = v
+    for key, v in vars(args).items():
+        if key.startswith("in_") and v is not None:
+            out[key[3:]] = v
     for item in args.set:
         if "=" not in item:
             raise InputError(f"--set expects SYMBOL=VALUE, got '{item}'")
@@ -110,8 +119,8 @@ def _component_rows(est) -> List[Dict]:
 
 
 def _estimate_json(est) -> Dict:
-    return {"model": est.model, "regime": est.regime,
-            "options": {k: v for k, v in est.options if k in est.used_options},
+    return {"model": est.model, "regime": est.regime, "params": est.params,
+            "options": {k: _show(v) for k, v in est.options if k in est.used_options},
             "inputs": {k: str(v) for k, v in est.binding.values.items() if est.binding.provenance[k] == "input"},
             "total_bytes": est.total_bytes, "components": _component_rows(est), "notes": list(est.notes)}
 
@@ -119,8 +128,8 @@ def _estimate_json(est) -> Dict:
 def _print_estimate(est, unit, out=None, capacity=None):
     from vramsym.capacity import fmt_bytes
     out = out or sys.stdout
-    opts = ", ".join(f"{k}={v}" for k, v in est.options if k in est.used_options)
-    print(f"model {est.model}, regime {est.regime}: {est.description}", file=out)
+    opts = ", ".join(f"{k}={_show(v)}" for k, v in est.options if k in est.used_options)
+    print(f"model {est.model} ({est.params:,} parameters), regime {est.regime}: {est.description}", file=out)
     print(f"options: {opts}", file=out)
     ins = {k: v for k, v in est.binding.values.items() if est.binding.provenance[k] == "input"}
     if ins:

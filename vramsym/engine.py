@@ -65,6 +65,7 @@ class Estimate:
     steps: Tuple[Step, ...]
     notes: Tuple[str, ...] = ()
     used_options: Tuple[str, ...] = ()
+    params: Optional[int] = None   # exact parameter count of the model (term P), when the regime uses it
 
     @property
     def total_bytes(self) -> int:
@@ -241,9 +242,14 @@ def estimate(lib: Library, composed: Composed, model: Optional[ModelSpec], input
         steps.append(Step("result", c.description, lhs=c.name, value=c.exact))
     steps.append(Step("result", "Total", lhs="M", value=total))
     from .regimes import used_options
+    params = None
+    if "P" in composed.expanded:
+        p = composed.expanded["P"].xreplace(subs)
+        if p.is_Rational:
+            params = int(p)
     return Estimate(composed.regime, composed.description, model.name if model else "", composed.options,
                     binding, tuple(comps), total, tuple(steps), model.notes if model else (),
-                    tuple(used_options(lib, composed)))
+                    tuple(used_options(lib, composed)), params)
 
 
 def solve_max(lib: Library, composed: Composed, model: Optional[ModelSpec], inputs: Mapping[str, object],
