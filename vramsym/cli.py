@@ -76,6 +76,12 @@ def _parser(lib) -> argparse.ArgumentParser:
     s.add_argument("target", help="max_batch, max_seq, max_lora_rank or max_<any integer symbol>")
     common(s)
     s.add_argument("--gpu", required=True, help="capacity: 24GB (10^9 B), 24GiB (2^30 B), 80000MiB, or a GPU name")
+    ms = sub.add_parser("measure", help="prediction next to what PyTorch allocates (needs vramsym[measure])",
+                        epilog="example:\n  vramsym measure --model llama-3.1-8b --regime train --precision fp32 --batch 1 --seq 2048",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    common(ms)
+    ms.add_argument("--real", action="store_true", help="allocate real CPU tensors instead of FakeTensorMode (tiny models only)")
+    ms.add_argument("--decode-steps", type=int, default=4, help="inference: decode steps after the prefill (default 4)")
     m = sub.add_parser("models", help="the bundled model catalog")
     m.add_argument("--json", action="store_true")
     g = sub.add_parser("gpus", help="the bundled GPU catalog")
@@ -184,6 +190,27 @@ def cmd_solve(args, lib) -> int:
     return ExitStatus.OK
 
 
+def cmd_measure(args, lib) -> int:
+    from vramsym.measure import compare
+    model = vramsym.load_model(args.model, args.formulas)
+    res = compare(model, args.regime, _options(args, lib), _inputs(args), fake=not args.real,
+                  decode_steps=args.decode_steps, library=lib)
+    if args.json:
+        print(json.dumps(res, indent=2, default=str))
+        return ExitStatus.OK
+    m = res["measurement"]
+    print(f"model {res['model']}, regime {res['regime']}, " + ", ".join(f"{k}={_show(v)}" for k, v in res["options"].items()))
+    print(f"measured with PyTorch {m.get('torch_version')} / transformers {m.get('transformers_version')}, "
+          f"{'FakeTensorMode' if m.get('fake') else 'real CPU tensors'}; predicted with --overhead none (tensors only)")
+    for n in m.get("notes", []):
+        print(f"note: {n}")
+    print(f"  {'component':<18} {'predicted B':>18} {'measured B':>18} {'error':>9}  note")
+    for r in res["rows"]:
+        err = "" if r["relative_error"] is None else f"{r['relative_error'] * 100:+.2f}%"
+        print(f"  {r['component']:<18} {r['predicted_bytes']:>18,} {r['measured_bytes']:>18,} {err:>9}  {r['note']}")
+    return ExitStatus.OK
+
+
 def cmd_models(args, lib) -> int:
     from vramsym.models import catalog
     rows = []
@@ -259,7 +286,7 @@ def cmd_check(args, lib) -> int:
     return ExitStatus.BAD_INPUT if diags else ExitStatus.OK
 
 
-COMMANDS = {"estimate": cmd_estimate, "solve": cmd_solve, "models": cmd_models, "gpus": cmd_gpus,
+COMMANDS = {"estimate": cmd_estimate, "solve": cmd_solve, "measure": cmd_measure, "models": cmd_models, "gpus": cmd_gpus,
             "formulas": cmd_formulas, "check": cmd_check}
 
 

@@ -25,6 +25,7 @@ class ModelSpec:
     hf_id: Optional[str] = None
     published_params: Optional[int] = None
     notes: Tuple[str, ...] = ()
+    raw_config: Optional[Dict] = None   # the config.json as given (for building the real model)
 
 
 def models_dir(extra: Optional[List[Path]] = None) -> List[Path]:
@@ -94,7 +95,7 @@ def _spec(config: Dict, name: str, source: str, hf_id=None, published=None) -> M
         cfg.setdefault(k, v)
     cfg.update(_derived(cfg))
     return ModelSpec(name=name, config=cfg, source=source, hf_id=hf_id, published_params=published,
-                     notes=tuple(notes))
+                     notes=tuple(notes), raw_config=dict(config))
 
 
 def _first(cfg: Dict, *keys, default=None):

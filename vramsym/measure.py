@@ -1,0 +1,108 @@
+"""Reality check: vramsym's prediction next to what PyTorch allocates for the same job.
+
+Glue between the engine (a regime with its options and inputs) and the
+measurement backend (:mod:`vramsym.measure_torch`, optional extra
+``vramsym[measure]``: torch, transformers, peft). The core never imports it.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Mapping, Optional
+
+from .diagnostics import InputError
+
+TRAIN_REGIMES = ("train", "lora")
+INFER_REGIMES = ("inference", "inference_kv")
+_TRAIN_PRECISION = {"fp32": "fp32", "bf16": "bf16", "mixed_bf16": "bf16-mixed"}
+_INFER_PRECISION = {"fp32": "fp32", "bf16": "bf16", "fp16": "fp16"}
+_OPTIMIZER = {"adamw": "adamw", "adamw_fused": "adamw-fused", "sgd": "sgd", "sgd_momentum": "sgd-momentum"}
+_LORA_TARGETS = {"qv": ["q_proj", "v_proj"], "attention": ["q_proj", "k_proj", "v_proj", "o_proj"],
+                 "all_linear": "all-linear"}
+
+
+def _backend():
+    try:
+        from . import measure_torch
+        import torch  # noqa: F401
+    except ImportError as e:
+        raise InputError(f"vramsym measure needs PyTorch and transformers: pip install 'vramsym[measure]' "
+                         f"(torch==2.13.0 installs the CPU build) ({e})") from None
+    return measure_torch
+
+
+def measure_args(est, regime: str, inputs: Mapping[str, object], fake: bool, decode_steps: int) -> Dict:
+    opts = dict(est.options)
+    b = int(est.binding.values["b"])
+    s = int(est.binding.values["s"])
+    if regime in INFER_REGIMES:
+        prec = _INFER_PRECISION.get(opts["precision"])
+        if prec is None or opts.get("quant", "none") != "none":
+            raise InputError(f"measure supports inference in {', '.join(_INFER_PRECISION)} without quantization")
+        return dict(mode="inference", batch=b, seq=s, precision=prec, attention=opts["attention"],
+                    decode_steps=decode_steps, fake=fake, logits_to_keep=1)
+    if regime in TRAIN_REGIMES:
+        prec = _TRAIN_PRECISION.get(opts["precision"])
+        if prec is None:
+            raise InputError(f"measure supports training precisions {', '.join(p.replace('_', '-') for p in _TRAIN_PRECISION)}")
+        opt = _OPTIMIZER.get(opts["optimizer"])
+        if opt is None:
+            raise InputError(f"measure supports the optimizers {', '.join(o.replace('_', '-') for o in _OPTIMIZER)} "
+                             f"(plain PyTorch); {opts['optimizer']} needs another library")
+        if opts["checkpointing"] == "selective":
+            raise InputError("measure supports checkpointing none or full (Hugging Face has no selective recomputation)")
+        lora = None
+        if regime == "lora":
+            lora = {"r": int(est.binding.values["r"]), "alpha": 16, "target_modules": _LORA_TARGETS[opts["lora_targets"]]}
+        return dict(mode="train", batch=b, seq=s, precision=prec, optimizer=opt, attention=opts["attention"],
+                    checkpointing=opts["checkpointing"] == "full", lora=lora, fake=fake)
+    raise InputError(f"measure supports the regimes {', '.join(INFER_REGIMES + TRAIN_REGIMES)}; "
+                     f"'{regime}' needs hardware or libraries this machine does not have")
+
+
+def _comp(est, *names) -> int:
+    return sum(c.bytes for c in est.components if c.name in names)
+
+
+def compare(model, regime: str = "inference", options: Optional[Mapping[str, str]] = None,
+            inputs: Optional[Mapping[str, object]] = None, fake: bool = True, decode_steps: int = 4,
+            library=None) -> Dict:
+    """Predict (tensors only: overhead none) and measure one job; rows per component with relative errors."""
+    import vramsym
+    opts = dict(options or {})
+    opts["overhead"] = "none"
+    est = vramsym.estimate(model, regime, opts, dict(inputs or {}), library=library)
+    args = measure_args(est, regime, inputs or {}, fake, decode_steps)
+    backend = _backend()
+    cfg = dict(model.raw_config or model.config)
+    m = backend.measure(cfg, **args)
+    rows: List[Dict] = []
+
+    def row(name, predicted, measured, note=""):
+        rel = (predicted - measured) / measured if measured else (0.0 if predicted == measured else None)
+        rows.append({"component": name, "predicted_bytes": int(predicted), "measured_bytes": int(measured),
+                     "relative_error": rel, "note": note})
+
+    at_peak = m["categories_at_peak"]
+    phases = m["per_phase_peak"]
+    if args["mode"] == "train":
+        step = phases.get("optimizer_step", {}).get("categories", {})
+        fwd_end = phases.get("forward", {}).get("end_categories", {})
+        row("parameters", _comp(est, "weights_train"), at_peak.get("parameters", 0))
+        row("buffers", _comp(est, "model_buffers"), at_peak.get("buffers", 0))
+        row("gradients", _comp(est, "gradients"), step.get("gradients", 0), "at the optimizer step")
+        row("optimizer_states", _comp(est, "optimizer_states", "master_weights"), m.get("optimizer_state_bytes", 0))
+        row("step_temporaries", _comp(est, "step_temporaries"), step.get("optimizer_temporaries", 0))
+        row("activations", _comp(est, "activations", "autocast_copies"), fwd_end.get("activations", 0),
+            "saved at the end of forward")
+        row("inputs", _comp(est, "batch_tensors"), at_peak.get("other", 0))
+    else:
+        row("parameters", _comp(est, "weights"), at_peak.get("parameters", 0))
+        row("buffers", _comp(est, "model_buffers"), at_peak.get("buffers", 0))
+        row("kv_cache", _comp(est, "kv_cache"), m.get("kv_cache_bytes_at_peak", 0), "at the peak (prefill)")
+        row("activations", _comp(est, "prefill_activations", "logits"),
+            at_peak.get("activations_excluding_kv_cache", 0), "live intermediates at the peak")
+        row("inputs", _comp(est, "input_ids"), at_peak.get("other", 0))
+    row("total (peak)", est.total_bytes, m["peak_bytes"], f"measured peak in {m.get('peak_phase')}")
+    return {"model": model.name, "regime": regime, "options": {k: v for k, v in est.options if k in est.used_options},
+            "inputs": {"batch": args["batch"], "seq": args["seq"]}, "measure_args": {k: v for k, v in args.items()},
+            "rows": rows, "predicted_total_bytes": est.total_bytes, "measured_peak_bytes": m["peak_bytes"],
+            "measured_peak_phase": m.get("peak_phase"), "measurement": m}
