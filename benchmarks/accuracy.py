@@ -1,0 +1,149 @@
+"""Accuracy matrix: vramsym's prediction vs PyTorch's accounting, written to docs/accuracy.md.
+
+    python benchmarks/accuracy.py            # the full matrix (tens of minutes on 2 cores)
+    python benchmarks/accuracy.py --quick    # a few cases
+
+Architectures x regimes x sizes. Full-size configs are traced under FakeTensorMode
+(no memory is allocated); MoE runs for real at a small size (routing has
+data-dependent shapes). Every figure in docs/accuracy.md comes from this script.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import vramsym  # noqa: E402
+from vramsym.measure import compare  # noqa: E402
+from vramsym.models import _spec  # noqa: E402
+
+TINY_MIXTRAL = {"model_type": "mixtral", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+                "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256, "num_local_experts": 4,
+                "num_experts_per_tok": 2, "tie_word_embeddings": False, "max_position_embeddings": 512}
+
+
+def arch(name, layers=None):
+    """A catalog model, optionally cut to fewer layers (widths, vocab and heads stay real)."""
+    m = vramsym.load_model(name)
+    if layers is None:
+        return m
+    cfg = dict(m.raw_config)
+    cfg["num_hidden_layers" if "num_hidden_layers" in cfg else "n_layer"] = layers
+    return _spec(cfg, f"{name} ({layers} layers)", m.source)
+
+
+ARCHS = {
+    "llama-3.1-8b (GQA, full size)": lambda: arch("llama-3.1-8b"),
+    "llama-3.2-1b (GQA, tied, full size)": lambda: arch("llama-3.2-1b"),
+    "gpt2 (MHA, LayerNorm, tied, full size)": lambda: arch("gpt2"),
+    "qwen2.5-0.5b (qkv bias, full size)": lambda: arch("qwen2.5-0.5b"),
+    "gemma-2-9b (vocab 256k, 4 layers)": lambda: arch("gemma-2-9b", 4),
+    "qwen3-4b (explicit head_dim, qk-norm, 4 layers)": lambda: arch("qwen3-4b", 4),
+    "mixtral (MoE, tiny, real tensors)": lambda: _spec(TINY_MIXTRAL, "tiny-mixtral", "benchmarks/accuracy.py"),
+}
+
+REGIMES = [
+    ("inference bf16", "inference", {"precision": "bf16"}),
+    ("inference fp32 eager", "inference", {"precision": "fp32", "attention": "eager"}),
+    ("train fp32", "train", {"precision": "fp32"}),
+    ("train mixed-bf16", "train", {"precision": "mixed_bf16"}),
+    ("train bf16 sgd", "train", {"precision": "bf16", "optimizer": "sgd"}),
+    ("train mixed-bf16 eager ckpt", "train", {"precision": "mixed_bf16", "attention": "eager", "checkpointing": "full"}),
+    ("lora all-linear bf16", "lora", {"precision": "bf16", "lora_targets": "all_linear"}),
+    ("lora qv fp32", "lora", {"precision": "fp32", "lora_targets": "qv"}),
+]
+SIZES = [(1, 512), (4, 1024)]
+
+
+def run(quick: bool):
+    rows = []
+    archs = list(ARCHS.items())[:3] if quick else list(ARCHS.items())
+    regimes = REGIMES[:3] if quick else REGIMES
+    sizes = SIZES[:1] if quick else SIZES
+    lib = vramsym.load_library()
+    for aname, make in archs:
+        model = make()
+        big = "8b" in aname
+        for rname, regime, opts in regimes:
+            for b, s in sizes:
+                if big and (b, s) != sizes[0]:
+                    continue  # one size for the 8B model keeps the run short
+                if "mixtral" in aname:
+                    b, s = (1, 32) if (b, s) == sizes[0] else (2, 64)
+                t = time.time()
+                try:
+                    res = compare(model, regime, opts, {"batch": b, "seq": s}, fake="mixtral" not in aname, library=lib)
+                except Exception as e:  # record and go on: the table says which case failed and why
+                    rows.append({"arch": aname, "regime": rname, "b": b, "s": s, "error": f"{type(e).__name__}: {e}"})
+                    print(f"{aname} | {rname} | b={b} s={s}: ERROR {e}", flush=True)
+                    continue
+                total = next(r for r in res["rows"] if r["component"] == "total (peak)")
+                rows.append({"arch": aname, "regime": rname, "b": b, "s": s, "seconds": round(time.time() - t, 1),
+                             "predicted": total["predicted_bytes"], "measured": total["measured_bytes"],
+                             "error": None, "rel": total["relative_error"], "phase": res["measured_peak_phase"],
+                             "components": res["rows"], "torch": res["measurement"].get("torch_version"),
+                             "transformers": res["measurement"].get("transformers_version")})
+                print(f"{aname} | {rname} | b={b} s={s}: {total['relative_error'] * 100:+.2f}% "
+                      f"({time.time() - t:.0f}s)", flush=True)
+    return rows
+
+
+def write(rows, path: Path):
+    ok = [r for r in rows if r.get("error") is None]
+    errs = [abs(r["rel"]) for r in ok]
+    lines = ["# Accuracy: predicted vs measured peak memory", "",
+             f"Generated by `benchmarks/accuracy.py` on {datetime.date.today()} "
+             f"({platform.machine()}, torch {ok[0]['torch'] if ok else '?'}, transformers {ok[0]['transformers'] if ok else '?'}). "
+             "Do not edit by hand.", "",
+             "Measured = PyTorch's own accounting (`torch.distributed._tools.mem_tracker.MemTracker`) of live tensor "
+             "storages, under FakeTensorMode for full-size configs (real CPU tensors for the MoE model). "
+             "Predicted = `vramsym estimate --overhead none` (tensors only: no CUDA context or allocator slack; "
+             "see benchmarks/gpu_calibration.py for those).", ""]
+    if errs:
+        lines += [f"**Total peak, |relative error| over {len(errs)} cases: median {statistics.median(errs) * 100:.2f}%, "
+                  f"worst {max(errs) * 100:.2f}%.**", ""]
+        worst = sorted(ok, key=lambda r: -abs(r["rel"]))[:5]
+        lines += ["Worst cases: " + "; ".join(f"{r['arch']} / {r['regime']} / b={r['b']} s={r['s']} ({r['rel'] * 100:+.2f}%)" for r in worst), ""]
+    lines += ["| architecture | regime | b | s | predicted B | measured B | error | measured peak in |",
+              "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if r.get("error"):
+            lines.append(f"| {r['arch']} | {r['regime']} | {r['b']} | {r['s']} | | | not measured: {r['error']} | |")
+        else:
+            lines.append(f"| {r['arch']} | {r['regime']} | {r['b']} | {r['s']} | {r['predicted']:,} | {r['measured']:,} | "
+                         f"{r['rel'] * 100:+.2f}% | {r['phase']} |")
+    lines += ["", "## Per-component errors", "",
+              "| architecture | regime | b | s | component | predicted B | measured B | error |", "|---|---|---|---|---|---|---|---|"]
+    for r in ok:
+        for c in r["components"]:
+            if c["component"] == "total (peak)":
+                continue
+            e = "" if c["relative_error"] is None else f"{c['relative_error'] * 100:+.2f}%"
+            lines.append(f"| {r['arch']} | {r['regime']} | {r['b']} | {r['s']} | {c['component']} | "
+                         f"{c['predicted_bytes']:,} | {c['measured_bytes']:,} | {e} |")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=str(ROOT / "docs" / "accuracy.md"))
+    ap.add_argument("--json", default=None, help="also write the raw rows here")
+    args = ap.parse_args()
+    rows = run(args.quick)
+    write(rows, Path(args.out))
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1, default=str))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
