@@ -18,7 +18,7 @@ from .diagnostics import (Diagnostic, DoesNotFit, FormulaError, InputError, Solv
 __version__ = "0.1.0"
 
 __all__ = [
-    "load_library", "load_model", "compose", "estimate", "solve", "resolve_capacity", "find_gpu",
+    "load_library", "load_model", "compose", "estimate", "solve", "derive", "export", "resolve_capacity", "find_gpu",
     "Diagnostic", "DoesNotFit", "FormulaError", "InputError", "SolveError", "VramError", "__version__",
 ]
 
@@ -62,6 +62,29 @@ def solve(variable: str, capacity, model, regime: str = "inference",
     var = variable[4:] if variable.startswith("max_") else variable
     composed = compose(regime, options, model, lib)
     return solve_max(lib, composed, model, dict(inputs or {}), var, cap)
+
+
+def derive(result, fmt: str = "markdown", standalone: bool = False, library=None) -> str:
+    """The step-by-step derivation of an estimate or a solve, as Markdown or LaTeX."""
+    from .printers import derivation
+    return derivation(result, library or load_library(), fmt, standalone)
+
+
+def export(regime: str = "inference", target: str = "python", model=None,
+           options: Optional[Mapping[str, str]] = None, free: Sequence[str] = ("b", "s"),
+           term: Optional[str] = None, library=None) -> str:
+    """A regime (or one ``term``) as code another tool can embed: python, numpy, javascript, c, json, latex.
+
+    With a ``model``, its numbers are bound and only the ``free`` symbols stay arguments."""
+    from .printers import export as _export
+    lib = library or load_library()
+    composed = compose(regime, options, model, lib)
+    values = None
+    if model is not None:
+        from .engine import bind
+        keep = tuple(lib.symbol_by_alias(f).name if lib.symbol_by_alias(f) else f for f in free)
+        values = dict(bind(lib, composed, model, {}, exclude=keep).values)
+    return _export(composed, lib, target, values, term)
 
 
 def resolve_capacity(text):

@@ -82,6 +82,31 @@ def _parser(lib) -> argparse.ArgumentParser:
     common(ms)
     ms.add_argument("--real", action="store_true", help="allocate real CPU tensors instead of FakeTensorMode (tiny models only)")
     ms.add_argument("--decode-steps", type=int, default=4, help="inference: decode steps after the prefill (default 4)")
+    d = sub.add_parser("derive", help="step-by-step derivation of an estimate or a solve (LaTeX / Markdown)",
+                       epilog="examples:\n  vramsym derive --model llama-3.1-8b --batch 1 --seq 4096 --format latex --standalone\n"
+                              "  vramsym derive --model llama-3.1-8b --seq 4096 --gpu 24GB --solve max_batch --format markdown",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    common(d)
+    d.add_argument("--format", choices=["markdown", "latex"], default="markdown")
+    d.add_argument("--standalone", action="store_true", help="LaTeX: a complete document")
+    d.add_argument("--solve", metavar="TARGET", help="derive a solve (max_batch, max_seq, ...) instead of an estimate")
+    d.add_argument("--gpu", help="capacity for --solve")
+    x = sub.add_parser("export", help="a regime (or one term) as embeddable code",
+                       epilog="examples:\n  vramsym export --regime inference --to python\n"
+                              "  vramsym export --regime train --to javascript --model llama-3.1-8b\n"
+                              "  vramsym export --regime inference --term kv_cache --to c",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    x.add_argument("--regime", default="inference", type=_choice)
+    x.add_argument("--to", required=True, choices=["python", "numpy", "javascript", "c", "json", "latex"])
+    x.add_argument("--term", help="export one term instead of the whole regime")
+    x.add_argument("--model", help="bind this model's numbers; only --free symbols stay arguments")
+    x.add_argument("--free", default="batch,seq", help="with --model: symbols left as arguments (default batch,seq)")
+    x.add_argument("--formulas", action="append", default=[], metavar="PATH")
+    grp = x.add_argument_group("options (from the formula files)")
+    for name, o in sorted(lib.options.items()):
+        grp.add_argument(f"--{_show(name)}", dest=f"opt_{name}", type=_choice, choices=o.choices,
+                         metavar="{" + ",".join(_show(c) for c in o.choices) + "}", help=f"default {_show(o.default)}")
+    x.add_argument("--json", action="store_true", help="wrap the output in a JSON object")
     m = sub.add_parser("models", help="the bundled model catalog")
     m.add_argument("--json", action="store_true")
     g = sub.add_parser("gpus", help="the bundled GPU catalog")
@@ -211,6 +236,34 @@ def cmd_measure(args, lib) -> int:
     return ExitStatus.OK
 
 
+def cmd_derive(args, lib) -> int:
+    model = vramsym.load_model(args.model, args.formulas)
+    if args.solve:
+        if not args.gpu:
+            raise InputError("--solve needs --gpu CAPACITY (e.g. 24GB, 24GiB or a GPU name)")
+        capacity, _ = vramsym.resolve_capacity(args.gpu)
+        result = vramsym.solve(args.solve, capacity, model, args.regime, _options(args, lib), _inputs(args), library=lib)
+    else:
+        result = vramsym.estimate(model, args.regime, _options(args, lib), _inputs(args), library=lib)
+    text = vramsym.derive(result, args.format, args.standalone, library=lib)
+    if args.json:
+        print(json.dumps({"format": args.format, "text": text}, indent=2))
+    else:
+        print(text)
+    return ExitStatus.OK
+
+
+def cmd_export(args, lib) -> int:
+    model = vramsym.load_model(args.model, args.formulas) if args.model else None
+    free = tuple(f.strip() for f in args.free.split(",") if f.strip())
+    text = vramsym.export(args.regime, args.to, model, _options(args, lib), free, args.term, library=lib)
+    if args.json:
+        print(json.dumps({"target": args.to, "regime": args.regime, "code": text}, indent=2))
+    else:
+        print(text)
+    return ExitStatus.OK
+
+
 def cmd_models(args, lib) -> int:
     from vramsym.models import catalog
     rows = []
@@ -286,7 +339,8 @@ def cmd_check(args, lib) -> int:
     return ExitStatus.BAD_INPUT if diags else ExitStatus.OK
 
 
-COMMANDS = {"estimate": cmd_estimate, "solve": cmd_solve, "measure": cmd_measure, "models": cmd_models, "gpus": cmd_gpus,
+COMMANDS = {"estimate": cmd_estimate, "solve": cmd_solve, "measure": cmd_measure, "derive": cmd_derive,
+            "export": cmd_export, "models": cmd_models, "gpus": cmd_gpus,
             "formulas": cmd_formulas, "check": cmd_check}
 
 

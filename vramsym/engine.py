@@ -66,6 +66,15 @@ class Estimate:
     notes: Tuple[str, ...] = ()
     used_options: Tuple[str, ...] = ()
     params: Optional[int] = None   # exact parameter count of the model (term P), when the regime uses it
+    composed: Optional[Composed] = field(default=None, compare=False, repr=False)
+
+    def term_bytes(self, name: str) -> int:
+        """Any term the regime reaches (not only its components), evaluated with this estimate's values."""
+        if self.composed is None or name not in self.composed.expanded:
+            raise InputError(f"regime {self.regime} does not use a term '{name}'")
+        e = self.composed.expanded[name].xreplace(
+            {self.composed.symbols[k]: sympy.Rational(v.numerator, v.denominator) for k, v in self.binding.values.items()})
+        return to_int_bytes(_as_fraction(e, name))
 
     @property
     def total_bytes(self) -> int:
@@ -249,7 +258,7 @@ def estimate(lib: Library, composed: Composed, model: Optional[ModelSpec], input
             params = int(p)
     return Estimate(composed.regime, composed.description, model.name if model else "", composed.options,
                     binding, tuple(comps), total, tuple(steps), model.notes if model else (),
-                    tuple(used_options(lib, composed)), params)
+                    tuple(used_options(lib, composed)), params, composed)
 
 
 def solve_max(lib: Library, composed: Composed, model: Optional[ModelSpec], inputs: Mapping[str, object],

@@ -97,14 +97,18 @@ def compare(model, regime: str = "inference", options: Optional[Mapping[str, str
         row("buffers", _comp(est, "model_buffers"), at_peak.get("buffers", 0))
         row("gradients", _comp(est, "gradients"), step.get("gradients", 0), "at the optimizer step")
         row("optimizer_states", _comp(est, "optimizer_states", "master_weights"), m.get("optimizer_state_bytes", 0))
-        row("step_temporaries", _comp(est, "step_temporaries"), step.get("optimizer_temporaries", 0))
+        row("optimizer_temporaries", est.term_bytes("optimizer_temporaries"), step.get("optimizer_temporaries", 0))
         row("activations", _comp(est, "activations", "autocast_copies"), fwd_end.get("activations", 0),
             "saved at the end of forward")
         row("inputs", _comp(est, "batch_tensors"), at_peak.get("other", 0))
     else:
         row("parameters", _comp(est, "weights"), at_peak.get("parameters", 0))
         row("buffers", _comp(est, "model_buffers"), at_peak.get("buffers", 0))
-        row("kv_cache", _comp(est, "kv_cache"), m.get("kv_cache_bytes_at_peak", 0), "at the peak (prefill)")
+        after = dict(inputs or {})
+        after["seq"] = args["seq"] + args["decode_steps"]
+        est_after = vramsym.estimate(model, regime, opts, after, library=library)
+        row("kv_cache", _comp(est_after, "kv_cache"), m.get("kv_cache_bytes", 0),
+            f"after the prefill and {args['decode_steps']} decode steps")
         row("activations", _comp(est, "prefill_activations", "logits"),
             at_peak.get("activations_excluding_kv_cache", 0), "live intermediates at the peak")
         row("inputs", _comp(est, "input_ids"), at_peak.get("other", 0))

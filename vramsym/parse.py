@@ -49,7 +49,8 @@ class _Builder(Transformer):
 
     @staticmethod
     def _str(tok: Token) -> str:
-        return bytes(str(tok)[1:-1], "utf-8").decode("unicode_escape") if "\\" in tok else str(tok)[1:-1]
+        """A string literal's text: only \\" and \\\\ are escapes (LaTeX names keep their backslashes)."""
+        return str(tok)[1:-1].replace('\\"', '"').replace("\\\\", "\\")
 
     # ---- statements ----
     def start(self, items):

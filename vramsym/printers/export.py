@@ -1,0 +1,449 @@
+"""Export a composed regime (or one of its terms) as code, a JSON expression tree, or LaTeX.
+
+Every target prints the engine's sympy expressions with a sympy printer chosen by
+dispatch and configured, not rewritten:
+
+=========== ================================ =========================================
+target      printer                          arithmetic
+=========== ================================ =========================================
+python      ``PythonCodePrinter`` subclass   exact: arguments become ``Fraction``\\ s,
+                                             rationals print as ``Fraction(p, q)``,
+                                             ``math.ceil``/``floor``, ``min``/``max``
+numpy       ``NumPyPrinter``                 float64, vectorized over arrays
+javascript  ``JavascriptCodePrinter``        Number (double)
+c           ``C99CodePrinter``               double
+json        the tree itself                  exact (integers and ``p``/``q`` rationals)
+latex       ``VramLatexPrinter``             the library's LaTeX names
+=========== ================================ =========================================
+
+Function names are ``<regime>_total`` and ``<regime>_<component>``; every function of
+one export takes the same arguments, the free symbols left after binding, sorted by name.
+"""
+from __future__ import annotations
+
+import json
+import keyword
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+import sympy
+from sympy.printing.c import C99CodePrinter
+from sympy.printing.jscode import JavascriptCodePrinter
+from sympy.printing.numpy import NumPyPrinter
+from sympy.printing.precedence import precedence
+from sympy.printing.pycode import PythonCodePrinter
+
+from ..diagnostics import InputError, suggest
+
+TARGETS = ("python", "numpy", "javascript", "c", "json", "latex")
+
+
+@dataclass(frozen=True)
+class Entry:
+    key: str             # "total" or a term name
+    func: str            # function name
+    expr: sympy.Expr     # over the argument symbols (bound values substituted)
+    description: str
+    unit: str
+    sources: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    regime: str
+    description: str
+    options: Tuple[Tuple[str, str], ...]
+    entries: Tuple[Entry, ...]
+    args: Tuple[str, ...]              # symbol names, sorted
+    bound: Dict[str, Fraction]
+    terms: Tuple[str, ...]             # terms reached by the exported entries (for their sources)
+
+
+def _rational(v) -> sympy.Rational:
+    if isinstance(v, bool):
+        v = int(v)
+    if isinstance(v, float):
+        v = Fraction(repr(v))
+    if isinstance(v, str):
+        try:
+            v = Fraction(v.replace("_", ""))
+        except (ValueError, ZeroDivisionError):
+            raise InputError(f"bound value {v!r} is not a number") from None
+    f = Fraction(v)
+    return sympy.Rational(f.numerator, f.denominator)
+
+
+def _reached(composed, roots: Sequence[str]) -> List[str]:
+    """Terms reached from ``roots`` through the resolved definitions (unused match branches drop)."""
+    out, seen, todo = [], set(), list(roots)
+    while todo:
+        n = todo.pop(0)
+        if n in seen or n not in composed.definitions:
+            continue
+        seen.add(n)
+        out.append(n)
+        todo.extend(sorted(s.name for s in composed.definitions[n].free_symbols
+                           if s.name in composed.definitions and s.name != n))
+    return out
+
+
+def prepare(composed, lib, binding_values: Optional[Mapping[str, object]] = None,
+            term: Optional[str] = None) -> Prepared:
+    bound: Dict[str, Fraction] = {}
+    subs: Dict[sympy.Symbol, sympy.Rational] = {}
+    for k, v in (binding_values or {}).items():
+        decl = lib.symbol_by_alias(k)
+        if decl is None or decl.name not in composed.symbols:
+            hint = suggest(k, list(lib.symbols))
+            raise InputError(f"cannot bind '{k}': no such symbol" + (f"; did you mean {', '.join(hint)}?" if hint else ""))
+        r = _rational(v)
+        bound[decl.name] = Fraction(int(r.p), int(r.q))
+        subs[composed.symbols[decl.name]] = r
+    regime = composed.regime
+    entries: List[Entry] = []
+    if term is None:
+        entries.append(Entry("total", f"{regime}_total", composed.total.xreplace(subs),
+                             composed.description, "byte", ()))
+        keys = list(composed.components)
+    else:
+        if term not in composed.expanded:
+            hint = suggest(term, list(composed.expanded))
+            raise InputError(f"term '{term}' is not part of regime '{regime}'" +
+                             (f"; did you mean {', '.join(hint)}?" if hint else
+                              f"; its components are {', '.join(composed.components)}"))
+        keys = [term]
+    for k in keys:
+        t = lib.terms.get(k)
+        entries.append(Entry(k, f"{regime}_{k}", composed.expanded[k].xreplace(subs),
+                             t.description if t else f"{k} (regime override)",
+                             lib.units.get(k, "byte"), tuple(t.sources) if t else ()))
+    args = sorted({s.name for e in entries for s in e.expr.free_symbols})
+    reached = _reached(composed, list(composed.components) if term is None else [term])
+    return Prepared(regime, composed.description, composed.options, tuple(entries), tuple(args), bound,
+                    tuple(reached))
+
+
+# ---------------------------------------------------------------------------
+# identifiers
+
+_PY_RESERVED = set(keyword.kwlist) | {"Fraction", "math", "min", "max", "int", "float", "numpy",
+                                       "functools", "_exact"}
+_JS_RESERVED = set("""break case catch class const continue debugger default delete do else enum export
+extends false finally for function if implements import in instanceof interface let new null package
+private protected public return static super switch this throw true try typeof var void while with
+yield await arguments eval Math Number NaN Infinity undefined module""".split())
+_C_RESERVED = set("""auto break case char const continue default do double else enum extern float for goto
+if inline int long register restrict return short signed sizeof static struct switch typedef union
+unsigned void volatile while _Bool _Complex _Imaginary fmin fmax ceil floor pow sqrt""".split())
+
+
+def _safe(name: str, reserved: set) -> str:
+    while name in reserved:
+        name += "_"
+    return name
+
+
+# ---------------------------------------------------------------------------
+# code printers (configured by dispatch)
+
+class _Renaming:
+    """Mixin: print symbols under their target-safe names."""
+    _renames: Dict[str, str] = {}
+
+    def _print_Symbol(self, expr):
+        return self._renames.get(expr.name, expr.name)
+
+
+class _DivideLast:
+    """Mixin for floating-point targets: ``(p/q)*x`` prints as ``(p*x)/q``, so a whole-number
+    quotient (``ceil(s/16)``, ``h/n_q``) is exact in double instead of off by one ulp."""
+    _q_suffix = ""
+
+    def _print_Mul(self, expr):
+        c, rest = expr.as_coeff_Mul()
+        if isinstance(c, sympy.Rational) and not isinstance(c, sympy.Integer) and rest != 1:
+            num = (-c.p if c < 0 else c.p) * rest
+            body = self.parenthesize(num, precedence(sympy.Mul(2, sympy.Symbol("x"), evaluate=False)))
+            text = f"{body}/{c.q}{self._q_suffix}"
+            return f"-{text}" if c < 0 else text
+        return super()._print_Mul(expr)
+
+
+class ExactPythonPrinter(_Renaming, PythonCodePrinter):
+    """Pure Python, exact: rationals as ``Fraction(p, q)`` (integers stay ``int``)."""
+
+    def __init__(self, renames, settings=None):
+        super().__init__(dict(settings or {}, fully_qualified_modules=True))
+        self._renames = renames
+
+    def _print_Rational(self, expr):
+        return f"Fraction({expr.p}, {expr.q})"
+
+    def _print_Half(self, expr):
+        return self._print_Rational(expr)
+
+
+class VecNumPyPrinter(_DivideLast, _Renaming, NumPyPrinter):
+    def __init__(self, renames, settings=None):
+        super().__init__(settings or {})
+        self._renames = renames
+
+
+class JSPrinter(_DivideLast, _Renaming, JavascriptCodePrinter):
+    def __init__(self, renames, settings=None):
+        super().__init__(settings or {})
+        self._renames = renames
+
+
+class CPrinter(_DivideLast, _Renaming, C99CodePrinter):
+    _q_suffix = ".0"
+
+    def _print_Integer(self, expr):
+        # beyond int: a double literal, so no integer constant can overflow its C type
+        return f"{int(expr)}.0" if abs(int(expr)) >= 2**31 else super()._print_Integer(expr)
+    def __init__(self, renames, settings=None):
+        super().__init__(settings or {})
+        self._renames = renames
+
+
+# ---------------------------------------------------------------------------
+# documentation of the arguments
+
+def _arg_doc(lib, name: str, with_name: bool = True) -> str:
+    d = lib.symbols.get(name)
+    unit = lib.units.get(name, "1")
+    head = f"{name} [{unit}]" if with_name else f"[{unit}]"
+    if d is None:
+        return head
+    bits = [f"{head}: {d.description}", f"domain {d.domain}"]
+    if d.alias:
+        bits.append(f"alias {d.alias}")
+    if d.config_keys:
+        bits.append("config " + " | ".join(d.config_keys))
+    return "; ".join(bits)
+
+
+def _header_lines(p: Prepared, lib, target: str) -> List[str]:
+    from .. import __version__
+    lines = [f"Memory of regime '{p.regime}': {p.description}.",
+             f"Generated by vramsym {__version__} (target {target}) from the regime's formulas; "
+             f"results are in bytes unless a term's unit says otherwise.",
+             "Options: " + ", ".join(f"{k}={v}" for k, v in p.options) + "."]
+    if p.bound:
+        lines.append("Bound constants: " + ", ".join(f"{k} = {v}" for k, v in sorted(p.bound.items())) + ".")
+    lines.append("Arguments (sorted by name):" if p.args else "Arguments: none.")
+    lines += ["  " + _arg_doc(lib, a) for a in p.args]
+    lines.append("Functions:")
+    for e in p.entries:
+        lines.append(f"  {e.func}: {e.description} [{e.unit}]")
+        lines += [f"    source: {s}" for s in e.sources]
+    return lines
+
+
+# ---------------------------------------------------------------------------
+# targets
+
+def _python(p: Prepared, lib) -> str:
+    ren = {a: _safe(a, _PY_RESERVED) for a in p.args}
+    pr = ExactPythonPrinter(ren)
+    params = ", ".join(ren[a] for a in p.args)
+    doc = "\n".join(_header_lines(p, lib, "python"))
+    out = ['"""' + doc.replace("\\", "\\\\").replace('"""', "'''"),
+           "",
+           "Exact: every argument is converted with Fraction() (pass ints, Fractions or decimal",
+           "strings); a result is an int when whole, else a Fraction. No sympy needed.",
+           '"""',
+           "from fractions import Fraction",
+           "import math",
+           "",
+           f"__all__ = {[e.func for e in p.entries]!r}",
+           f"ARGUMENTS = {list(ren[a] for a in p.args)!r}",
+           "",
+           "",
+           "def _exact(value):",
+           "    value = Fraction(value)",
+           "    return value.numerator if value.denominator == 1 else value",
+           ""]
+    for e in p.entries:
+        out += ["", f"def {e.func}({params}):",
+                f'    """{e.description} [{e.unit}]."""'.replace("\\", "\\\\")]
+        if p.args:
+            out.append(f"    {params}{',' if len(p.args) == 1 else ''} = "
+                       + ", ".join(f"Fraction({ren[a]})" for a in p.args))
+        out.append(f"    return _exact({pr.doprint(e.expr)})")
+        out.append("")
+    return "\n".join(out)
+
+
+def _numpy(p: Prepared, lib) -> str:
+    ren = {a: _safe(a, _PY_RESERVED) for a in p.args}
+    pr = VecNumPyPrinter(ren)
+    params = ", ".join(ren[a] for a in p.args)
+    doc = "\n".join(_header_lines(p, lib, "numpy"))
+    out = ['"""' + doc.replace("\\", "\\\\").replace('"""', "'''"),
+           "",
+           "Vectorized: every argument may be a scalar or an array (broadcast together);",
+           "arithmetic in float64, results are float64 arrays of the broadcast shape.",
+           '"""',
+           "import functools",
+           "import numpy",
+           "",
+           f"__all__ = {[e.func for e in p.entries]!r}",
+           f"ARGUMENTS = {list(ren[a] for a in p.args)!r}",
+           ""]
+    for e in p.entries:
+        out += ["", f"def {e.func}({params}):",
+                f'    """{e.description} [{e.unit}], elementwise."""'.replace("\\", "\\\\")]
+        for a in p.args:
+            out.append(f"    {ren[a]} = numpy.asarray({ren[a]}, dtype=numpy.float64)")
+        shape = f"numpy.broadcast({params}).shape" if p.args else "()"
+        if len(p.args) > 32:     # numpy.broadcast takes at most 32 arguments
+            shape = f"numpy.broadcast_shapes(*(numpy.shape(v) for v in ({params},)))"
+        out.append(f"    result = {pr.doprint(e.expr)}")
+        out.append(f"    return numpy.broadcast_to(numpy.asarray(result, dtype=numpy.float64), {shape}).copy()")
+        out.append("")
+    return "\n".join(out)
+
+
+def _javascript(p: Prepared, lib) -> str:
+    ren = {a: _safe(a, _JS_RESERVED) for a in p.args}
+    pr = JSPrinter(ren)
+    params = ", ".join(ren[a] for a in p.args)
+    out = ["/*"] + [" * " + ln.replace("*/", "* /") for ln in _header_lines(p, lib, "javascript")] + [
+        " * Arithmetic in JavaScript Numbers (IEEE double); no BigInt.", " */", '"use strict";', ""]
+    for e in p.entries:
+        out.append("/**")
+        out.append(f" * {e.description} [{e.unit}].".replace("*/", "* /"))
+        for a in p.args:
+            out.append(f" * @param {{number}} {ren[a]} {_arg_doc(lib, a, with_name=False)}".replace("*/", "* /"))
+        out.append(" * @returns {number}")
+        out.append(" */")
+        body = pr.doprint(e.expr).replace("\n", "\n    ")
+        out += [f"function {e.func}({params}) {{", f"    return {body};", "}", ""]
+    names = ", ".join(e.func for e in p.entries)
+    out += ["if (typeof module !== \"undefined\" && module.exports) {",
+            f"    module.exports = {{ {names}, ARGUMENTS: {json.dumps([ren[a] for a in p.args])} }};",
+            "}", ""]
+    return "\n".join(out)
+
+
+def _c(p: Prepared, lib) -> str:
+    ren = {a: _safe(a, _C_RESERVED) for a in p.args}
+    pr = CPrinter(ren)
+    params = ", ".join(f"double {ren[a]}" for a in p.args) or "void"
+    out = ["/*"] + [" * " + ln.replace("*/", "* /") for ln in _header_lines(p, lib, "c")] + [
+        " * Arithmetic in double; link with -lm.", " */", "#include <math.h>", ""]
+    for e in p.entries:
+        out.append("/* " + f"{e.description} [{e.unit}].".replace("*/", "* /") + " */")
+        body = pr.doprint(e.expr).replace("\n", "\n    ")
+        out += [f"double {e.func}({params}) {{", f"    return {body};", "}", ""]
+    return "\n".join(out)
+
+
+# ---- json ----
+
+_REL = {sympy.StrictLessThan: "<", sympy.LessThan: "<=", sympy.StrictGreaterThan: ">",
+        sympy.GreaterThan: ">=", sympy.Eq: "==", sympy.Ne: "!="}
+
+
+def tree(e) -> dict:
+    """An expression as ``{"op": ..., "args": [...]}``; leaves: ``{"op": "symbol", "name"}``,
+    ``{"op": "integer", "value"}``, ``{"op": "rational", "p", "q"}``, ``{"op": "true"}``.
+
+    Ops: add, mul, pow, min, max, ceil, floor, piecewise (args: pairs [expr, cond], in order,
+    the first true condition wins), and comparisons < <= > >= == !=."""
+    if e is sympy.true or e == sympy.true:
+        return {"op": "true"}
+    if e is sympy.false:
+        return {"op": "false"}
+    if isinstance(e, sympy.Symbol):
+        return {"op": "symbol", "name": e.name}
+    if isinstance(e, sympy.Integer):
+        return {"op": "integer", "value": int(e)}
+    if isinstance(e, sympy.Rational):
+        return {"op": "rational", "p": int(e.p), "q": int(e.q)}
+    if isinstance(e, sympy.Add):
+        return {"op": "add", "args": [tree(a) for a in e.args]}
+    if isinstance(e, sympy.Mul):
+        return {"op": "mul", "args": [tree(a) for a in e.args]}
+    if isinstance(e, sympy.Pow):
+        return {"op": "pow", "args": [tree(e.base), tree(e.exp)]}
+    if isinstance(e, sympy.Min):
+        return {"op": "min", "args": [tree(a) for a in e.args]}
+    if isinstance(e, sympy.Max):
+        return {"op": "max", "args": [tree(a) for a in e.args]}
+    if isinstance(e, sympy.ceiling):
+        return {"op": "ceil", "args": [tree(e.args[0])]}
+    if isinstance(e, sympy.floor):
+        return {"op": "floor", "args": [tree(e.args[0])]}
+    if isinstance(e, sympy.Piecewise):
+        return {"op": "piecewise", "args": [{"op": "case", "args": [tree(x), tree(c)]} for x, c in e.args]}
+    for cls, op in _REL.items():
+        if isinstance(e, cls):
+            return {"op": op, "args": [tree(e.lhs), tree(e.rhs)]}
+    if isinstance(e, sympy.Number):
+        raise InputError(f"cannot export the inexact number {e} to JSON")
+    raise InputError(f"cannot export {type(e).__name__} ({e}) to JSON")
+
+
+def _json(p: Prepared, lib) -> str:
+    from .. import __version__
+    from .latex import name_latex
+
+    def sym(n):
+        d = lib.symbols.get(n)
+        info = {"unit": lib.units.get(n, "1"), "description": d.description if d else "",
+                "latex": name_latex(lib, n)}
+        if d is not None:
+            info.update({"domain": d.domain, "alias": d.alias, "config_keys": list(d.config_keys),
+                         "sources": list(d.sources)})
+        return info
+
+    def term(n):
+        t = lib.terms.get(n)
+        return {"description": t.description if t else f"{n} (regime override)",
+                "unit": lib.units.get(n, ""), "latex": name_latex(lib, n),
+                "sources": list(t.sources) if t else ["regime override (let)"]}
+
+    doc = {
+        "format": "vramsym-expression-tree/1",
+        "generator": f"vramsym {__version__}",
+        "regime": p.regime,
+        "description": p.description,
+        "options": dict(p.options),
+        "arguments": list(p.args),
+        "bound": {k: {"p": v.numerator, "q": v.denominator, **sym(k)} for k, v in sorted(p.bound.items())},
+        "symbols": {a: sym(a) for a in p.args},
+        "functions": [{"name": e.func, "key": e.key, "description": e.description, "unit": e.unit,
+                       "sources": list(e.sources), "expr": tree(e.expr)} for e in p.entries],
+        "terms": {n: term(n) for n in p.terms},
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def _latex(p: Prepared, lib) -> str:
+    from .latex import name_latex, split_add
+    lines = [f"% " + ln for ln in _header_lines(p, lib, "latex")]
+    rows = []
+    for e in p.entries:
+        lhs = "M" if e.key == "total" else name_latex(lib, e.key)
+        args = ", ".join(name_latex(lib, a) for a in p.args)
+        parts = split_add(e.expr, lib)
+        lhs_full = rf"{lhs}\left({args}\right)" if args else lhs
+        rows.append(f"{lhs_full} &= {parts[0]}")
+        rows += [rf"&\quad {x}" for x in parts[1:]]
+    lines += [r"\begin{align*}", " \\\\\n".join(rows), r"\end{align*}", ""]
+    return "\n".join(lines)
+
+
+_EMIT = {"python": _python, "numpy": _numpy, "javascript": _javascript, "js": _javascript,
+         "c": _c, "json": _json, "latex": _latex}
+
+
+def export(composed, lib, target: str, binding_values: Optional[Mapping[str, object]] = None,
+           term: Optional[str] = None) -> str:
+    emit = _EMIT.get(target.lower())
+    if emit is None:
+        raise InputError(f"unknown export target '{target}': use one of {', '.join(TARGETS)}")
+    return emit(prepare(composed, lib, binding_values, term), lib)
