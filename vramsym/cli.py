@@ -107,6 +107,9 @@ def _parser(lib) -> argparse.ArgumentParser:
         grp.add_argument(f"--{_show(name)}", dest=f"opt_{name}", type=_choice, choices=o.choices,
                          metavar="{" + ",".join(_show(c) for c in o.choices) + "}", help=f"default {_show(o.default)}")
     x.add_argument("--json", action="store_true", help="wrap the output in a JSON object")
+    dt = sub.add_parser("dtype", help="explain a number format from its bit layout (bf16, fp8-e4m3, nf4, ...)")
+    dt.add_argument("name")
+    dt.add_argument("--json", action="store_true")
     m = sub.add_parser("models", help="the bundled model catalog")
     m.add_argument("--json", action="store_true")
     g = sub.add_parser("gpus", help="the bundled GPU catalog")
@@ -264,6 +267,30 @@ def cmd_export(args, lib) -> int:
     return ExitStatus.OK
 
 
+def cmd_dtype(args, lib) -> int:
+    from vramsym.dtypes import explain
+    info = explain(args.name, lib)
+    if args.json:
+        print(json.dumps({k: (str(v) if hasattr(v, "denominator") and not isinstance(v, int) else v)
+                          for k, v in info.items()}, indent=2))
+        return ExitStatus.OK
+    print(f"{info['name']}: {info.get('source')}")
+    if "exponent_bits" in info:
+        print(f"  layout: {info['sign_bits']} sign, {info['exponent_bits']} exponent (bias {info['exponent_bias']}), "
+              f"{info['mantissa_bits']} mantissa bits = {info['bits']} bits; special values: {info['special_values']}")
+        for k in ("max_normal", "min_normal", "min_subnormal", "epsilon"):
+            v = info[k]
+            print(f"  {k.replace('_', ' '):<14} {float(v):.6g}" + (f"  (= {v})" if v.denominator != 1 and v.denominator < 2**24 else ""))
+    elif "min" in info:
+        print(f"  {info['bits']}-bit integer, range {info['min']} .. {info['max']}")
+    else:
+        print(f"  {info['levels']} levels: {info.get('note')}")
+    if "bytes_per_element" in info:
+        print(f"  stored: {info['bytes_per_element']} bytes per element = {float(info['bits_per_element_stored']):g} bits "
+              f"(including block scales; formulas/dtypes.vram)")
+    return ExitStatus.OK
+
+
 def cmd_models(args, lib) -> int:
     from vramsym.models import catalog
     rows = []
@@ -340,7 +367,7 @@ def cmd_check(args, lib) -> int:
 
 
 COMMANDS = {"estimate": cmd_estimate, "solve": cmd_solve, "measure": cmd_measure, "derive": cmd_derive,
-            "export": cmd_export, "models": cmd_models, "gpus": cmd_gpus,
+            "export": cmd_export, "dtype": cmd_dtype, "models": cmd_models, "gpus": cmd_gpus,
             "formulas": cmd_formulas, "check": cmd_check}
 
 
