@@ -71,6 +71,7 @@ def _parser(lib) -> argparse.ArgumentParser:
     e = sub.add_parser("estimate", help="memory of one configuration, by component",
                        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     common(e)
+    e.add_argument("--gpu", help="also say whether it fits this capacity (24GB, 24GiB, a GPU name)")
     s = sub.add_parser("solve", help="largest batch / sequence / rank that fits a capacity",
                        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("target", help="max_batch, max_seq, max_lora_rank or max_<any integer symbol>")
@@ -189,11 +190,20 @@ def _print_estimate(est, unit, out=None, capacity=None):
 
 def cmd_estimate(args, lib) -> int:
     model = vramsym.load_model(args.model, args.formulas)
-    est = vramsym.estimate(model, args.regime, _options(args, lib), _inputs(args), library=lib)
+    inputs = _inputs(args)
+    capacity = None
+    if args.gpu:
+        capacity, _ = vramsym.resolve_capacity(args.gpu)
+        inputs.setdefault("capacity", capacity)
+    est = vramsym.estimate(model, args.regime, _options(args, lib), inputs, library=lib)
     if args.json:
-        print(json.dumps(_estimate_json(est), indent=2))
+        d = _estimate_json(est)
+        if capacity is not None:
+            d.update({"capacity_bytes": capacity, "fits": est.total_bytes <= capacity,
+                      "headroom_bytes": capacity - est.total_bytes})
+        print(json.dumps(d, indent=2))
     else:
-        _print_estimate(est, args.unit)
+        _print_estimate(est, args.unit, capacity=capacity)
     return ExitStatus.OK
 
 

@@ -277,6 +277,11 @@ def solve_max(lib: Library, composed: Composed, model: Optional[ModelSpec], inpu
     if name not in composed.free_symbols():
         raise SolveError(f"the {composed.regime} total does not depend on {decl.alias or name} "
                          f"({decl.description}): there is nothing to solve")
+    inputs = dict(inputs)
+    cap_decl = lib.symbol_by_alias("capacity")
+    if cap_decl is not None and cap_decl.name in composed.free_symbols() and not (
+            "capacity" in inputs or cap_decl.name in inputs):
+        inputs["capacity"] = capacity   # regimes that scale with the GPU (vLLM's reserve, heuristics)
     binding = bind(lib, composed, model, inputs, exclude=(name,))
     x = composed.symbols[name]
     subs = _subs(composed, binding)
