@@ -146,3 +146,53 @@ def test_cache_follows_included_files(tmp_path, monkeypatch):
     inc.write_text('term extra_t = 1 * [byte] : byte "t"\n')  # no source now: must fail
     with pytest.raises(vramsym.FormulaError):
         vramsym.load_library([top])
+
+
+def test_fit_table(capsys):
+    code, out, _ = run(capsys, "fit", "--model", "llama-3.1-8b", "--gpu", "rtx-4090", "--seq", "2048", "--json")
+    d = json.loads(out)
+    assert code == 0
+    rows = d["scenarios"]
+    assert all(r["fits"] == (r["total_bytes"] <= d["capacity_bytes"]) for r in rows)
+    assert any(r["fits"] for r in rows) and not all(r["fits"] for r in rows)
+    for r in rows:
+        if r["max_batch"] is not None:
+            assert r["fits"]
+
+
+def test_derive_and_export_commands(capsys):
+    code, out, _ = run(capsys, "derive", "--model", "llama-3.1-8b", "--seq", "4096", "--gpu", "24GB", "--solve", "max_batch",
+                       "--format", "markdown")
+    assert code == 0 and "$$" in out and "24,000,000,000" in out
+    code, out, _ = run(capsys, "derive", "--model", "llama-3.1-8b", "--batch", "1", "--seq", "4096", "--format", "latex", "--standalone")
+    assert code == 0 and out.lstrip().startswith("\\documentclass") and "\\end{document}" in out
+    code, out, _ = run(capsys, "export", "--regime", "inference", "--to", "python", "--model", "llama-3.1-8b")
+    assert code == 0
+    ns = {}
+    exec(compile(out, "<export>", "exec"), ns)  # the exported module is our own generated code
+    est_code, est_out, _ = run(capsys, "estimate", "--model", "llama-3.1-8b", "--batch", "3", "--seq", "1000", "--json")
+    assert ns["inference_total"](3, 1000) == json.loads(est_out)["total_bytes"]
+
+
+def test_dtype_command(capsys):
+    code, out, _ = run(capsys, "dtype", "fp16")
+    assert code == 0 and "65504" in out
+    code, out, err = run(capsys, "dtype", "fp17")
+    assert code == ExitStatus.BAD_INPUT and "unknown number format" in err
+
+
+def test_measure_command_tiny(tmp_path, capsys):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    cfg = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 128, "tie_word_embeddings": False,
+           "max_position_embeddings": 256}
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    code, out, _ = run(capsys, "measure", "--model", str(p), "--regime", "train", "--precision", "fp32",
+                       "--batch", "1", "--seq", "32", "--json")
+    assert code == 0
+    rows = {r["component"]: r for r in json.loads(out)["rows"]}
+    assert rows["parameters"]["predicted_bytes"] == rows["parameters"]["measured_bytes"]
+    code, out, err = run(capsys, "measure", "--model", str(p), "--regime", "qlora", "--batch", "1", "--seq", "32")
+    assert code == ExitStatus.BAD_INPUT and "measure supports the regimes" in err

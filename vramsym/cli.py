@@ -108,6 +108,16 @@ def _parser(lib) -> argparse.ArgumentParser:
         grp.add_argument(f"--{_show(name)}", dest=f"opt_{name}", type=_choice, choices=o.choices,
                          metavar="{" + ",".join(_show(c) for c in o.choices) + "}", help=f"default {_show(o.default)}")
     x.add_argument("--json", action="store_true", help="wrap the output in a JSON object")
+    ft = sub.add_parser("fit", help="which regimes, quantizations and optimizers fit one GPU, with headroom",
+                        epilog="example:\n  vramsym fit --model llama-3.1-8b --gpu rtx-4090 --seq 2048",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ft.add_argument("--model", required=True)
+    ft.add_argument("--gpu", required=True)
+    ft.add_argument("--batch", default="1")
+    ft.add_argument("--seq", default="2048")
+    ft.add_argument("--formulas", action="append", default=[], metavar="PATH")
+    ft.add_argument("--unit", choices=["GiB", "GB"], default="GiB")
+    ft.add_argument("--json", action="store_true")
     dt = sub.add_parser("dtype", help="explain a number format from its bit layout (bf16, fp8-e4m3, nf4, ...)")
     dt.add_argument("name")
     dt.add_argument("--json", action="store_true")
@@ -277,6 +287,51 @@ def cmd_export(args, lib) -> int:
     return ExitStatus.OK
 
 
+FIT_SCENARIOS = [
+    ("inference", {"precision": "bf16"}), ("inference", {"precision": "bf16", "kv_dtype": "fp8"}),
+    ("inference", {"quant": "int8"}), ("inference", {"quant": "nf4"}), ("inference", {"quant": "gptq"}),
+    ("inference", {"quant": "q4_k_m"}), ("inference", {"precision": "fp32"}),
+    ("train", {"precision": "mixed_bf16", "optimizer": "adamw"}),
+    ("train", {"precision": "mixed_bf16", "optimizer": "adamw_fused", "checkpointing": "full"}),
+    ("train", {"precision": "bf16", "optimizer": "adamw_fused", "checkpointing": "full"}),
+    ("train", {"precision": "bf16", "optimizer": "adam8bit", "checkpointing": "full"}),
+    ("train", {"precision": "bf16", "optimizer": "sgd", "checkpointing": "full"}),
+    ("train", {"precision": "fp32", "optimizer": "adamw"}),
+    ("lora", {"precision": "bf16"}), ("lora", {"precision": "bf16", "checkpointing": "full"}),
+    ("qlora", {"precision": "bf16"}), ("qlora", {"precision": "bf16", "checkpointing": "full"}),
+]
+
+
+def cmd_fit(args, lib) -> int:
+    from vramsym.capacity import fmt_bytes
+    capacity, desc = vramsym.resolve_capacity(args.gpu)
+    model = vramsym.load_model(args.model, args.formulas)
+    rows = []
+    for regime, opts in FIT_SCENARIOS:
+        est = vramsym.estimate(model, regime, opts, {"batch": args.batch, "seq": args.seq}, library=lib)
+        fits = est.total_bytes <= capacity
+        max_batch = None
+        if fits:
+            try:
+                max_batch = vramsym.solve("batch", capacity, model, regime, opts, {"seq": args.seq}, library=lib).value
+            except VramError:
+                max_batch = None
+        rows.append({"regime": regime, "options": {k: _show(v) for k, v in opts.items()}, "total_bytes": est.total_bytes,
+                     "fits": fits, "headroom_bytes": capacity - est.total_bytes, "max_batch": max_batch})
+    if args.json:
+        print(json.dumps({"model": model.name, "capacity_bytes": capacity, "batch": args.batch, "seq": args.seq,
+                          "scenarios": rows}, indent=2))
+        return ExitStatus.OK
+    print(f"{model.name} on {desc} = {capacity:,} B; batch {args.batch}, seq {args.seq}; sizes in {args.unit}")
+    print(f"  {'regime':<10} {'options':<52} {'total':>10} {'headroom':>10}  fits  max batch")
+    for r in rows:
+        opts = ", ".join(f"{k}={v}" for k, v in r["options"].items())
+        print(f"  {r['regime']:<10} {opts:<52} {fmt_bytes(r['total_bytes'], args.unit).split()[0]:>10} "
+              f"{fmt_bytes(r['headroom_bytes'], args.unit).split()[0]:>10}  {'yes ' if r['fits'] else 'no  '}  "
+              f"{r['max_batch'] if r['max_batch'] is not None else '-'}")
+    return ExitStatus.OK
+
+
 def cmd_dtype(args, lib) -> int:
     from vramsym.dtypes import explain
     info = explain(args.name, lib)
@@ -377,7 +432,7 @@ def cmd_check(args, lib) -> int:
 
 
 COMMANDS = {"estimate": cmd_estimate, "solve": cmd_solve, "measure": cmd_measure, "derive": cmd_derive,
-            "export": cmd_export, "dtype": cmd_dtype, "models": cmd_models, "gpus": cmd_gpus,
+            "export": cmd_export, "dtype": cmd_dtype, "fit": cmd_fit, "models": cmd_models, "gpus": cmd_gpus,
             "formulas": cmd_formulas, "check": cmd_check}
 
 
