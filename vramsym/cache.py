@@ -34,10 +34,12 @@ def load_library(extra: Sequence = (), use_cache: bool = True):
         with open(target, "rb") as fh:
             lib = pickle.load(fh)
         if _fresh(lib):
+            lib.cache_key = key
             return lib
     except (OSError, pickle.PickleError, EOFError, AttributeError, ImportError, TypeError):
         pass
     lib = load_or_raise(paths)
+    lib.cache_key = key
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_suffix(f".{os.getpid()}.tmp")

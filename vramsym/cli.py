@@ -156,86 +156,62 @@ def _sizes(n: int, unit: Optional[str]) -> str:
     return fmt_bytes(n, unit) if unit else fmt_both(n)
 
 
-def _component_rows(est) -> List[Dict]:
-    total = est.exact_total or 1
-    return [{"name": c.name, "description": c.description, "bytes": c.bytes,
-             "share": float(c.exact / total) if est.exact_total else 0.0,
-             "formula": str(c.expr), "sources": list(c.sources)} for c in est.components]
-
-
 def _estimate_json(est) -> Dict:
-    return {"model": est.model, "regime": est.regime, "params": est.params,
-            "options": {k: _show(v) for k, v in est.options if k in est.used_options},
-            "inputs": {k: str(v) for k, v in est.binding.values.items() if est.binding.provenance[k] == "input"},
-            "total_bytes": est.total_bytes, "components": _component_rows(est), "notes": list(est.notes)}
+    from vramsym.report import estimate_data
+    return estimate_data(est)
 
 
-def _print_estimate(est, unit, out=None, capacity=None):
-    from vramsym.capacity import fmt_bytes
-    out = out or sys.stdout
-    opts = ", ".join(f"{k}={_show(v)}" for k, v in est.options if k in est.used_options)
-    print(f"model {est.model} ({est.params:,} parameters), regime {est.regime}: {est.description}", file=out)
-    print(f"options: {opts}", file=out)
-    ins = {k: v for k, v in est.binding.values.items() if est.binding.provenance[k] == "input"}
-    if ins:
-        print("inputs: " + ", ".join(f"{k}={v}" for k, v in sorted(ins.items())), file=out)
-    for n in est.notes:
-        print(f"note: {n}", file=out)
-    rows = _component_rows(est)
-    w = max([len(r["name"]) for r in rows] + [5])
-    cols = ["GiB", "GB"] if unit is None else [unit]
-    head = f"  {'component':<{w}}  {'bytes':>18}  " + "  ".join(f"{c:>10}" for c in cols) + "   share  description"
-    print(head, file=out)
-    for r in rows:
-        sizes = "  ".join(f"{fmt_bytes(r['bytes'], c).split()[0]:>10}" for c in cols)
-        print(f"  {r['name']:<{w}}  {r['bytes']:>18,}  {sizes}  {r['share']*100:5.1f}%  {r['description']}", file=out)
-    sizes = "  ".join(f"{fmt_bytes(est.total_bytes, c).split()[0]:>10}" for c in cols)
-    print(f"  {'total':<{w}}  {est.total_bytes:>18,}  {sizes}  100.0%", file=out)
-    if capacity is not None:
-        head_ = capacity - est.total_bytes
-        verdict = "fits" if head_ >= 0 else "does NOT fit"
-        print(f"capacity {capacity:,} B: {verdict}, headroom {head_:,} B ({_sizes(abs(head_), unit)}"
-              f"{'' if head_ >= 0 else ' short'})", file=out)
+def _print_estimate(data, unit, out=None, capacity=None):
+    from vramsym.report import print_estimate
+    print_estimate(data, unit, out or sys.stdout, capacity)
 
 
 def cmd_estimate(args, lib) -> int:
+    from vramsym.report import estimate_data, print_estimate, with_capacity
     model = vramsym.load_model(args.model, args.formulas)
     inputs = _inputs(args)
     capacity = None
     if args.gpu:
         capacity, _ = vramsym.resolve_capacity(args.gpu)
         inputs.setdefault("capacity", capacity)
-    est = vramsym.estimate(model, args.regime, _options(args, lib), inputs, library=lib)
+    from vramsym import fastpath
+    data = None if args.formulas else fastpath.estimate(lib, model, args.regime, _options(args, lib), inputs)
+    if data is None:
+        est = vramsym.estimate(model, args.regime, _options(args, lib), inputs, library=lib)
+        _remember(lib, est)
+        data = estimate_data(est)
     if args.json:
-        d = _estimate_json(est)
-        if capacity is not None:
-            d.update({"capacity_bytes": capacity, "fits": est.total_bytes <= capacity,
-                      "headroom_bytes": capacity - est.total_bytes})
-        print(json.dumps(d, indent=2))
+        print(json.dumps(with_capacity(data, capacity), indent=2))
     else:
-        _print_estimate(est, args.unit, capacity=capacity)
+        print_estimate(data, args.unit, sys.stdout, capacity)
     return ExitStatus.OK
 
 
 def cmd_solve(args, lib) -> int:
+    from vramsym.report import print_solution, solution_data
     capacity, cap_desc = vramsym.resolve_capacity(args.gpu)
     model = vramsym.load_model(args.model, args.formulas)
-    sol = vramsym.solve(args.target, capacity, model, args.regime, _options(args, lib), _inputs(args), library=lib)
+    from vramsym import fastpath
+    data = None if args.formulas else fastpath.solve(lib, model, args.regime, _options(args, lib), _inputs(args),
+                                                     args.target, capacity, cap_desc)
+    if data is None:
+        sol = vramsym.solve(args.target, capacity, model, args.regime, _options(args, lib), _inputs(args), library=lib)
+        _remember(lib, sol.estimate)
+        data = solution_data(sol, cap_desc)
     if args.json:
-        d = {"variable": sol.alias, "symbol": sol.variable, "value": sol.value, "total_bytes": sol.total_bytes,
-             "capacity_bytes": sol.capacity_bytes, "headroom_bytes": sol.capacity_bytes - sol.total_bytes,
-             "next_total_bytes": sol.next_total_bytes, "method": sol.method, "equation": str(sol.equation),
-             "estimate": _estimate_json(sol.estimate)}
-        print(json.dumps(d, indent=2))
-        return ExitStatus.OK
-    print(f"largest {sol.alias} that fits: {sol.value}", )
-    print(f"capacity: {cap_desc} = {sol.capacity_bytes:,} B = {_sizes(sol.capacity_bytes, args.unit)}")
-    print(f"total at {sol.alias}={sol.value}: {sol.total_bytes:,} B = {_sizes(sol.total_bytes, args.unit)}; "
-          f"at {sol.value + 1}: {sol.next_total_bytes:,} B = {_sizes(sol.next_total_bytes, args.unit)} (over)")
-    print(f"M({sol.variable}) = {sol.equation}   [bytes; {sol.method}]")
-    print()
-    _print_estimate(sol.estimate, args.unit, capacity=sol.capacity_bytes)
+        print(json.dumps({k: v for k, v in data.items() if k != "capacity_description"}, indent=2))
+    else:
+        print_solution(data, args.unit, sys.stdout)
     return ExitStatus.OK
+
+
+def _remember(lib, est) -> None:
+    """Store the compiled regime so that the next run takes the fast path (vramsym.fastpath)."""
+    try:
+        from vramsym import fastpath
+        fastpath.store(lib, est.composed)
+    except Exception:  # a cache is an optimisation, never a failure
+        pass
 
 
 def cmd_measure(args, lib) -> int:
