@@ -166,8 +166,8 @@ def test_derive_and_export_commands(capsys):
     assert code == 0 and "$$" in out and "24,000,000,000" in out
     code, out, _ = run(capsys, "derive", "--model", "llama-3.1-8b", "--batch", "1", "--seq", "4096", "--format", "latex", "--standalone")
     assert code == 0 and out.lstrip().startswith("\\documentclass") and "\\end{document}" in out
-    code, out, _ = run(capsys, "export", "--regime", "inference", "--to", "python", "--model", "llama-3.1-8b")
-    assert code == 0
+    code, out, err = run(capsys, "export", "--regime", "inference", "--to", "python", "--model", "llama-3.1-8b")
+    assert code == 0, err
     ns = {}
     exec(compile(out, "<export>", "exec"), ns)  # the exported module is our own generated code
     est_code, est_out, _ = run(capsys, "estimate", "--model", "llama-3.1-8b", "--batch", "3", "--seq", "1000", "--json")

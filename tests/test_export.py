@@ -1,4 +1,4 @@
-"""Exports (vramsym.printers.export): round trips against the engine's exact arithmetic.
+"""Exports (vramsym.printers.codegen): round trips against the engine's exact arithmetic.
 
 Each target's text is generated, then run (Python exec'd here, NumPy vectorized, JavaScript
 under node, C compiled with gcc, JSON re-evaluated by a tiny evaluator, LaTeX parsed by
@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import vramsym
 from vramsym.printers import export
-from vramsym.printers.export import prepare
+from vramsym.printers.codegen import prepare
 from vramsym.regimes import used_options
 
 from katex_util import katex_failures, latex_math

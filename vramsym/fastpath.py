@@ -52,7 +52,7 @@ def store(lib, composed) -> None:
 def compile_module(lib, composed) -> str:
     import sympy
     from .library import names_in
-    from .printers.export import ExactPythonPrinter
+    from .printers.codegen import ExactPythonPrinter
     from .build import to_sympy
     from .regimes import used_options
 

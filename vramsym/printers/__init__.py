@@ -44,7 +44,7 @@ def export(composed, lib, target: str, binding_values: Optional[Dict[str, object
     functions take the remaining free symbols, sorted. ``term=None`` exports the total
     plus one function per component; ``term="kv_cache"`` just that term.
     """
-    from .export import export as _export
+    from .codegen import export as _export
     return _export(composed, lib, target, binding_values=binding_values, term=term)
 
 
