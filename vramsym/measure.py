@@ -51,7 +51,10 @@ def measure_args(est, regime: str, inputs: Mapping[str, object], fake: bool, dec
             raise InputError("measure supports checkpointing none or full (Hugging Face has no selective recomputation)")
         lora = None
         if regime == "lora":
-            lora = {"r": int(est.binding.values["r"]), "alpha": 16, "target_modules": _LORA_TARGETS[opts["lora_targets"]]}
+            targets = _LORA_TARGETS[opts["lora_targets"]]
+            if est.binding.values.get("qkv_fused") == 1 and opts["lora_targets"] != "all_linear":
+                targets = ["attn.c_attn"] if opts["lora_targets"] == "qv" else ["attn.c_attn", "attn.c_proj"]
+            lora = {"r": int(est.binding.values["r"]), "alpha": 16, "target_modules": targets}
         return dict(mode="train", batch=b, seq=s, precision=prec, optimizer=opt, attention=opts["attention"],
                     checkpointing=opts["checkpointing"] == "full", lora=lora, fake=fake)
     raise InputError(f"measure supports the regimes {', '.join(INFER_REGIMES + TRAIN_REGIMES)}; "
