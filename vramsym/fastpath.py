@@ -21,7 +21,7 @@ from typing import Dict, Mapping, Optional, Tuple
 
 from .cache import cache_dir
 
-FORMAT = 1
+FORMAT = 2
 
 
 def _key(lib, regime: str, options: Mapping[str, str]) -> str:
@@ -81,7 +81,8 @@ def compile_module(lib, composed) -> str:
         t = lib.terms[c]
         e = composed.expanded[c]
         lines += [f"def c_{c}(v):", f"    return {pr.doprint(e)}", ""]
-        comps.append({"name": c, "description": t.description, "formula": str(e), "sources": list(t.sources)})
+        comps.append({"name": c, "description": t.description, "formula": str(e), "sources": list(t.sources),
+                      "definition": str(composed.definitions[c])})
     if "P" in composed.expanded:
         lines += ["def params(v):", f"    return {pr.doprint(composed.expanded['P'])}", ""]
     total = composed.total
@@ -188,8 +189,8 @@ class _Lazy(dict):
 def _data(mod, model, values, prov):
     from .report import make_estimate_data
     meta = mod["META"]
-    items = [(c["name"], c["description"], Fraction(mod[f"c_{c['name']}"](values)), c["formula"], c["sources"])
-             for c in meta["components"]]
+    items = [(c["name"], c["description"], Fraction(mod[f"c_{c['name']}"](values)), c["formula"], c["sources"],
+              c["definition"]) for c in meta["components"]]
     params = int(mod["params"](values)) if meta["has_params"] else None
     inputs = {k: v for k, v in values.items() if prov[k] == "input"}
     options = [(k, v) for k, v in meta["options"] if k in meta["used_options"]]

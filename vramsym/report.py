@@ -16,12 +16,12 @@ def show(choice: str) -> str:
 
 
 def components_data(items, exact_total: Fraction) -> List[Dict]:
-    """items: (name, description, exact bytes, formula text, sources)."""
+    """items: (name, description, exact bytes, formula text, sources, definition text)."""
     rows = []
-    for name, desc, exact, formula, sources in items:
+    for name, desc, exact, formula, sources, definition in items:
         rows.append({"name": name, "description": desc, "bytes": to_int_bytes(exact),
                      "share": float(exact / exact_total) if exact_total else 0.0,
-                     "formula": formula, "sources": list(sources)})
+                     "definition": definition, "formula": formula, "sources": list(sources)})
     return rows
 
 
@@ -33,7 +33,9 @@ def make_estimate_data(model, params, regime, description, options, inputs, note
 
 
 def estimate_data(est) -> Dict:
-    items = [(c.name, c.description, c.exact, str(c.expr), c.sources) for c in est.components]
+    defs = est.composed.definitions if est.composed is not None else {}
+    items = [(c.name, c.description, c.exact, str(c.expr), c.sources, str(defs.get(c.name, c.expr)))
+             for c in est.components]
     inputs = {k: v for k, v in est.binding.values.items() if est.binding.provenance[k] == "input"}
     return make_estimate_data(est.model, est.params, est.regime, est.description,
                               [(k, v) for k, v in est.options if k in est.used_options], inputs, est.notes, items)
@@ -67,13 +69,17 @@ def print_estimate(data: Dict, unit: Optional[str], out, capacity: Optional[int]
         print(f"note: {n}", file=out)
     rows = data["components"]
     w = max([len(r["name"]) for r in rows] + [5])
+    fw = min(44, max([len(r.get("definition", "")) for r in rows] + [7]))
     cols = ["GiB", "GB"] if unit is None else [unit]
-    print(f"  {'component':<{w}}  {'bytes':>18}  " + "  ".join(f"{c:>10}" for c in cols) + "   share  description", file=out)
+    print(f"  {'component':<{w}}  {'formula':<{fw}}  {'bytes':>18}  " + "  ".join(f"{c:>10}" for c in cols)
+          + "   share  description", file=out)
     for r in rows:
+        d = r.get("definition", "")
+        d = d if len(d) <= fw else d[: fw - 3] + "..."
         sizes = "  ".join(f"{fmt_bytes(r['bytes'], c).split()[0]:>10}" for c in cols)
-        print(f"  {r['name']:<{w}}  {r['bytes']:>18,}  {sizes}  {r['share'] * 100:5.1f}%  {r['description']}", file=out)
+        print(f"  {r['name']:<{w}}  {d:<{fw}}  {r['bytes']:>18,}  {sizes}  {r['share'] * 100:5.1f}%  {r['description']}", file=out)
     sizes = "  ".join(f"{fmt_bytes(data['total_bytes'], c).split()[0]:>10}" for c in cols)
-    print(f"  {'total':<{w}}  {data['total_bytes']:>18,}  {sizes}  100.0%", file=out)
+    print(f"  {'total':<{w}}  {'':<{fw}}  {data['total_bytes']:>18,}  {sizes}  100.0%", file=out)
     if capacity is not None:
         head = capacity - data["total_bytes"]
         verdict = "fits" if head >= 0 else "does NOT fit"
