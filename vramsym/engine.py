@@ -20,6 +20,7 @@ from .library import Library, names_in
 from .models import ModelSpec, config_value
 from .regimes import Composed
 from .inverse import largest_fitting
+from .values import domain_problem, to_fraction
 
 
 @dataclass(frozen=True)
@@ -102,33 +103,14 @@ class Solution:
 
 
 def _to_fraction(value, what: str) -> Fraction:
-    if isinstance(value, bool):
-        return Fraction(int(value))
-    if isinstance(value, int):
-        return Fraction(value)
-    if isinstance(value, float):
-        return Fraction(repr(value))
-    if isinstance(value, Fraction):
-        return value
-    if isinstance(value, str):
-        try:
-            return Fraction(value.replace("_", ""))
-        except (ValueError, ZeroDivisionError):
-            pass
-    raise InputError(f"{what} is {value!r}, not a number")
+    v = to_fraction(value)
+    if v is None:
+        raise InputError(f"{what} is {value!r}, not a number")
+    return v
 
 
 def _check_domain(decl: A.SymbolDecl, v: Fraction, origin: str) -> None:
-    dom = decl.domain
-    bad = None
-    if dom in ("posint", "nonnegint", "bool") and v.denominator != 1:
-        bad = "a whole number"
-    elif dom in ("posint", "posreal") and v <= 0:
-        bad = "positive"
-    elif dom in ("nonnegint", "nonnegreal") and v < 0:
-        bad = "non-negative"
-    elif dom == "bool" and v not in (0, 1):
-        bad = "0 or 1 (false or true)"
+    bad = domain_problem(decl.domain, v)
     if bad:
         shown = decl.alias or decl.name
         raise InputError(f"{shown} ({decl.description}) must be {bad}, got {v} from {origin}")

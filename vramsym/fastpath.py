@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Dict, Mapping, Optional, Tuple
 
 from .cache import cache_dir
+from .values import domain_problem, to_fraction
 
 FORMAT = 2
 
@@ -113,28 +114,11 @@ def _load(lib, regime, options):
 
 
 def _fraction(v) -> Optional[Fraction]:
-    if isinstance(v, bool):
-        return Fraction(int(v))
-    if isinstance(v, int):
-        return Fraction(v)
-    if isinstance(v, float):
-        return Fraction(repr(v))
-    if isinstance(v, str):
-        try:
-            return Fraction(v.replace("_", ""))
-        except (ValueError, ZeroDivisionError):
-            return None
-    return None
+    return to_fraction(v)
 
 
 def _domain_ok(domain: str, v: Fraction) -> bool:
-    if domain in ("posint", "nonnegint", "bool") and v.denominator != 1:
-        return False
-    if domain in ("posint", "posreal") and v <= 0:
-        return False
-    if domain in ("nonnegint", "nonnegreal") and v < 0:
-        return False
-    return not (domain == "bool" and v not in (0, 1))
+    return domain_problem(domain, v) is None
 
 
 def _bind(mod, model, inputs: Mapping[str, object], exclude: Tuple[str, ...] = ()):
