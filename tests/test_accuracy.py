@@ -40,7 +40,7 @@ EXACT = {"parameters", "buffers", "gradients", "optimizer_states", "optimizer_te
 # Stated tolerances on the total peak for these tiny models (widths of 64 make the small
 # per-token terms that the formulas leave out relatively large; full-size models are
 # measured in benchmarks/accuracy.py -> docs/accuracy.md).
-TOLERANCE = {"train": 0.04, "inference": 0.05, "lora": 0.07}
+TOLERANCE = {"train": 0.05, "inference": 0.05, "lora": 0.07}
 KNOWN = {("gpt2", "inference", "fp32-eager"): "GPT-2's own eager attention (scale, torch.where mask, softmax, "
                                               "type cast) keeps more s^2 copies alive than the Llama eager path modelled here"}
 
