@@ -61,7 +61,7 @@ REGIMES = [
     ("lora qv fp32", "lora", {"precision": "fp32", "lora_targets": "qv"}),
 ]
 SIZES = [(1, 512), (4, 1024)]
-GEMMA_REGIMES = ("inference bf16", "train fp32", "train mixed-bf16", "lora all-linear bf16")
+GEMMA_REGIMES = ("inference bf16", "train fp32", "lora qv fp32")  # bf16 matmuls on the CPU are slow
 
 
 def run(quick: bool):
@@ -102,6 +102,31 @@ def run(quick: bool):
     return rows
 
 
+# Why a case misses the targets (median 5%, worst 10% on the total; components exact). Written
+# from the measurements, matched to the table's rows by architecture and regime.
+EXPLAIN = [
+    ("mixtral", "lora", "peft (0.21) on transformers 5 also adapts the experts' fused 3-D parameters under all-linear; "
+                        "vramsym counts adapters on nn.Linear modules only, so parameters, gradients, optimizer states "
+                        "and the adapters' activations are under-counted for MoE LoRA."),
+    ("mixtral", "inference", "MoE routing in transformers 5 keeps more per-token buffers during prefill (one-hot masks, "
+                             "index lists, gathered copies) than the formula's k x E int64 mask and fp32 router; on this "
+                             "tiny config (hidden 64) those buffers are a large share of the activations."),
+    ("mixtral", "", "MoE activations are approximate (router and gather/scatter copies)."),
+    ("gemma", "train", "Gemma-3 full fine-tuning with real tensors (tied 262k vocabulary) peaks above the prediction; "
+                       "not yet explained (suspected: the tied embedding's gradient accumulation and the scaled "
+                       "embedding's backward)."),
+    ("", "ckpt", "autocast + eager + full checkpointing: the timing of the 16-bit weight copies and of the "
+                 "recomputed layer against the gradients is modelled as a max of phases; up to ~5% over."),
+]
+
+
+def _why(r) -> str:
+    for arch_key, regime_key, text in EXPLAIN:
+        if arch_key in r["arch"] and regime_key in r["regime"]:
+            return text
+    return ""
+
+
 def write(rows, path: Path):
     ok = [r for r in rows if r.get("error") is None]
     errs = [abs(r["rel"]) for r in ok]
@@ -118,6 +143,17 @@ def write(rows, path: Path):
                   f"worst {max(errs) * 100:.2f}%.**", ""]
         worst = sorted(ok, key=lambda r: -abs(r["rel"]))[:5]
         lines += ["Worst cases: " + "; ".join(f"{r['arch']} / {r['regime']} / b={r['b']} s={r['s']} ({r['rel'] * 100:+.2f}%)" for r in worst), ""]
+    misses = [r for r in ok if abs(r["rel"]) > 0.10]
+    lines += ["## Where the targets are not met, and why", ""]
+    if misses:
+        for r in sorted(misses, key=lambda r: -abs(r["rel"])):
+            lines.append(f"- {r['arch']} / {r['regime']} / b={r['b']} s={r['s']}: {r['rel'] * 100:+.2f}%. {_why(r)}")
+    else:
+        lines.append("- every measured case is within 10%.")
+    failed = [r for r in rows if r.get("error")]
+    if failed:
+        lines.append(f"- {len(failed)} case(s) could not be measured (the reason is in the table).")
+    lines += ["", "## Cases", ""]
     lines += ["| architecture | regime | b | s | predicted B | measured B | error | measured peak in |",
               "|---|---|---|---|---|---|---|---|"]
     for r in rows:
