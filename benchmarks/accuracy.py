@@ -179,10 +179,11 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=str(ROOT / "docs" / "accuracy.md"))
     ap.add_argument("--json", default=None, help="also write the raw rows here")
+    ap.add_argument("--from-json", default=None, help="render the table from rows a previous run wrote (no measuring)")
     args = ap.parse_args()
-    rows = run(args.quick)
+    rows = json.loads(Path(args.from_json).read_text()) if args.from_json else run(args.quick)
     write(rows, Path(args.out))
-    if args.json:
+    if args.json and not args.from_json:
         Path(args.json).write_text(json.dumps(rows, indent=1, default=str))
     print(f"wrote {args.out}")
 
