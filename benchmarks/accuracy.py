@@ -105,12 +105,14 @@ def run(quick: bool):
 # Why a case misses the targets (median 5%, worst 10% on the total; components exact). Written
 # from the measurements, matched to the table's rows by architecture and regime.
 EXPLAIN = [
-    ("mixtral", "lora", "peft (0.21) on transformers 5 also adapts the experts' fused 3-D parameters under all-linear; "
+    ("mixtral", "lora all-linear", "peft (0.21) on transformers 5 also adapts the experts' fused 3-D parameters under all-linear; "
                         "vramsym counts adapters on nn.Linear modules only, so parameters, gradients, optimizer states "
                         "and the adapters' activations are under-counted for MoE LoRA."),
     ("mixtral", "inference", "MoE routing in transformers 5 keeps more per-token buffers during prefill (one-hot masks, "
                              "index lists, gathered copies) than the formula's k x E int64 mask and fp32 router; on this "
                              "tiny config (hidden 64) those buffers are a large share of the activations."),
+    ("mixtral", "lora", "MoE LoRA: the frozen experts' saved tensors are modelled as in full fine-tuning; on this tiny "
+                        "config (hidden 64) the difference is a large share of the activations."),
     ("mixtral", "", "MoE activations are approximate (router and gather/scatter copies)."),
     ("gemma", "train", "Gemma-3 full fine-tuning with real tensors (tied 262k vocabulary) peaks above the prediction; "
                        "not yet explained (suspected: the tied embedding's gradient accumulation and the scaled "
