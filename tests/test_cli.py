@@ -196,3 +196,17 @@ def test_measure_command_tiny(tmp_path, capsys):
     assert rows["parameters"]["predicted_bytes"] == rows["parameters"]["measured_bytes"]
     code, out, err = run(capsys, "measure", "--model", str(p), "--regime", "qlora", "--batch", "1", "--seq", "32")
     assert code == ExitStatus.BAD_INPUT and "measure supports the regimes" in err
+
+
+def test_rules_of_thumb_shown_beside_not_mixed_in(capsys):
+    code, out, _ = run(capsys, "estimate", "--model", "llama-3.1-8b", "--batch", "1", "--seq", "4096", "--gpu", "24GB", "--json")
+    d = json.loads(out)
+    assert sum(c["bytes"] for c in d["components"]) == d["total_bytes"]
+    assert not any(c["name"].startswith("heuristic") for c in d["components"])
+    h = {x["regime"]: x["total_bytes"] for x in d["heuristics"]}
+    weights = next(c["bytes"] for c in d["components"] if c["name"] == "weights")
+    kv = next(c["bytes"] for c in d["components"] if c["name"] == "kv_cache")
+    act = next(c["bytes"] for c in d["components"] if c["name"] == "prefill_activations")
+    # seed article 2, section 2.2: weights x 1.2 + KV cache + activation peak
+    assert h["heuristic_1_2"] == weights * 6 // 5 + kv + act
+    assert "heuristic_1_3" in h  # needs the capacity: 0.2 x C

@@ -174,12 +174,9 @@ def cmd_estimate(args, lib) -> int:
     if args.gpu:
         capacity, _ = vramsym.resolve_capacity(args.gpu)
         inputs.setdefault("capacity", capacity)
-    from vramsym import fastpath
-    data = None if args.formulas else fastpath.estimate(lib, model, args.regime, _options(args, lib), inputs)
-    if data is None:
-        est = vramsym.estimate(model, args.regime, _options(args, lib), inputs, library=lib)
-        _remember(lib, est)
-        data = estimate_data(est)
+    data = _estimate_any(lib, model, args.regime, _options(args, lib), inputs, args.formulas)
+    if args.regime == "inference" and not _options(args, lib).get("overhead") == "none":
+        data["heuristics"] = _heuristics(lib, model, _options(args, lib), inputs, capacity, args.formulas)
     if args.json:
         print(json.dumps(with_capacity(data, capacity), indent=2))
     else:
@@ -203,6 +200,39 @@ def cmd_solve(args, lib) -> int:
     else:
         print_solution(data, args.unit, sys.stdout)
     return ExitStatus.OK
+
+
+def _estimate_any(lib, model, regime, options, inputs, extra):
+    """The estimate as data: the warm path when it can, else the full pipeline."""
+    from vramsym import fastpath
+    from vramsym.report import estimate_data
+    data = None if extra else fastpath.estimate(lib, model, regime, options, inputs)
+    if data is None:
+        est = vramsym.estimate(model, regime, options, inputs, library=lib)
+        _remember(lib, est)
+        data = estimate_data(est)
+    return data
+
+
+HEURISTICS = ("heuristic_1_2", "heuristic_1_3")
+
+
+def _heuristics(lib, model, options, inputs, capacity, extra):
+    """The seed articles' rules of thumb for the same job, labelled, beside the derived figure."""
+    out = []
+    for name in HEURISTICS:
+        if name not in lib.regimes or (name == "heuristic_1_3" and capacity is None):
+            continue
+        opts = {k: v for k, v in options.items() if k != "overhead"}
+        ins = dict(inputs)
+        if capacity is not None:
+            ins["capacity"] = capacity
+        try:
+            d = _estimate_any(lib, model, name, opts, ins, extra)
+        except VramError:
+            continue
+        out.append({"regime": name, "description": d["description"], "total_bytes": d["total_bytes"]})
+    return out
 
 
 def _remember(lib, est) -> None:

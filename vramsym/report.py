@@ -85,6 +85,9 @@ def print_estimate(data: Dict, unit: Optional[str], out, capacity: Optional[int]
         verdict = "fits" if head >= 0 else "does NOT fit"
         print(f"capacity {capacity:,} B: {verdict}, headroom {head:,} B ({_sizes(abs(head), unit)}"
               f"{'' if head >= 0 else ' short'})", file=out)
+    for hrow in data.get("heuristics", []):
+        print(f"rule of thumb, not derived: {hrow['description']}: {hrow['total_bytes']:,} B = "
+              f"{_sizes(hrow['total_bytes'], unit)}", file=out)
 
 
 def print_solution(d: Dict, unit: Optional[str], out) -> None:
