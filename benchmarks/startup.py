@@ -1,5 +1,6 @@
 """Start-up time of the CLI: cold (no cache: parse + check every formula file) vs warm
-(the checked library unpickled from the cache), against plain Python and bare imports.
+(the checked library and the compiled regime from the cache, no sympy import), against plain
+Python and bare imports; then the NumPy export's throughput against the engine's.
 
     python benchmarks/startup.py [--runs 5]
 
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 COMMANDS = {
     "solve": ["solve", "max_batch", "--model", "llama-3.1-8b", "--seq", "4096", "--gpu", "24GB"],
@@ -50,6 +52,9 @@ def main():
             c = timed([py, "-m", "vramsym.cli", *cmd], cold, args.runs)
             w = timed([py, "-m", "vramsym.cli", *cmd], warm, args.runs)
             print(f"  vramsym {name:<26} cold {c:.3f}   warm {w:.3f}")
+    print()
+    print("export throughput (benchmarks/export_throughput.py):")
+    subprocess.run([py, str(Path(__file__).with_name("export_throughput.py"))], env=base)
 
 
 if __name__ == "__main__":
