@@ -44,7 +44,13 @@ def comp(name, regime, component, inputs, **options):
 @SETTINGS
 @given(models, batches, seqs, ranks)
 def test_qlora_below_lora_below_full(name, b, s, r):
-    """At the same precision (adapters in the base's dtype)."""
+    """At the same precision (adapters in the base's dtype) and a rank small against the width
+    (r <= h/16). At larger ranks the adapters' own saved activations (r per token per adapted
+    linear) can outweigh the optimizer states LoRA saves once activations dominate: GPT-2 at
+    r = 128 with 31k tokens is above full fine-tuning, and vramsym says so."""
+    from hypothesis import assume
+    h = _model(name).config.get("hidden_size") or _model(name).config.get("n_embd")
+    assume(r * 16 <= h)
     ins = {"batch": b, "seq": s}
     full = total(name, "train", ins, precision="bf16")
     lora = total(name, "lora", dict(ins, lora_rank=r), precision="bf16", lora_dtype="base")
