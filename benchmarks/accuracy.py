@@ -114,9 +114,6 @@ EXPLAIN = [
     ("mixtral", "lora", "MoE LoRA: the frozen experts' saved tensors are modelled as in full fine-tuning; on this tiny "
                         "config (hidden 64) the difference is a large share of the activations."),
     ("mixtral", "", "MoE activations are approximate (router and gather/scatter copies)."),
-    ("gemma", "train", "Gemma-3 full fine-tuning with real tensors (tied 262k vocabulary) peaks above the prediction; "
-                       "not yet explained (suspected: the tied embedding's gradient accumulation and the scaled "
-                       "embedding's backward)."),
     ("", "ckpt", "autocast + eager + full checkpointing: the timing of the 16-bit weight copies and of the "
                  "recomputed layer against the gradients is modelled as a max of phases; up to ~5% over."),
 ]
