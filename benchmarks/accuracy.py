@@ -140,6 +140,10 @@ def write(rows, path: Path):
     if errs:
         lines += [f"**Total peak, |relative error| over {len(errs)} cases: median {statistics.median(errs) * 100:.2f}%, "
                   f"worst {max(errs) * 100:.2f}%.**", ""]
+        dense = [abs(r["rel"]) for r in ok if "MoE" not in r["arch"]]
+        if dense:
+            lines += [f"Dense architectures ({len(dense)} cases): median {statistics.median(dense) * 100:.2f}%, "
+                      f"worst {max(dense) * 100:.2f}%; the mixture-of-experts cases are listed below with the reason.", ""]
         worst = sorted(ok, key=lambda r: -abs(r["rel"]))[:5]
         lines += ["Worst cases: " + "; ".join(f"{r['arch']} / {r['regime']} / b={r['b']} s={r['s']} ({r['rel'] * 100:+.2f}%)" for r in worst), ""]
     misses = [r for r in ok if abs(r["rel"]) > 0.10]
