@@ -40,7 +40,7 @@ def run_case(torch, transformers, name, regime, opts, b, s):
     lib = vramsym.load_library()
     model = vramsym.load_model(name)
     est = vramsym.estimate(model, regime, dict(opts, overhead="none"), {"batch": b, "seq": s}, library=lib)
-    args = measure_args(est, regime, {}, fake=False, decode_steps=4)
+    args = measure_args(est, regime, fake=False, decode_steps=4)
     cfg = dict(model.raw_config)
     mt = cfg.pop("model_type")
     for k in ("auto_map", "quantization_config"):

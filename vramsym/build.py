@@ -6,7 +6,7 @@ symbols, so a derivation can show each term before it is expanded.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Mapping
+from typing import Callable, Mapping
 
 import sympy
 
@@ -78,7 +78,3 @@ def to_sympy(expr: A.Expr, resolve: Callable[[str], sympy.Expr], options: Mappin
         raise AssertionError(f"unhandled node {e!r}")
 
     return go(expr)
-
-
-def symbols_of(decls: Mapping[str, A.SymbolDecl]) -> Dict[str, sympy.Symbol]:
-    return {name: make_symbol(d) for name, d in decls.items()}

@@ -22,7 +22,7 @@ from typing import Dict, Mapping, Optional, Tuple
 from .cache import cache_dir
 from .values import domain_problem, to_fraction
 
-FORMAT = 2
+FORMAT = 3
 
 
 def _key(lib, regime: str, options: Mapping[str, str]) -> str:
@@ -51,7 +51,6 @@ def store(lib, composed) -> None:
 
 
 def compile_module(lib, composed) -> str:
-    import sympy
     from .library import names_in
     from .printers.codegen import ExactPythonPrinter
     from .build import to_sympy
@@ -86,19 +85,9 @@ def compile_module(lib, composed) -> str:
                       "definition": str(composed.definitions[c])})
     if "P" in composed.expanded:
         lines += ["def params(v):", f"    return {pr.doprint(composed.expanded['P'])}", ""]
-    total = composed.total
-    poly = {}
-    for n in sorted(needed):
-        d = lib.symbols[n]
-        if d.domain in ("posint", "nonnegint"):
-            x = composed.symbols[n]
-            try:
-                poly[n] = sympy.Poly(sympy.expand(total), x).degree() if total.is_polynomial(x) else None
-            except sympy.PolynomialError:
-                poly[n] = None
     meta = {"regime": composed.regime, "description": composed.description, "options": list(composed.options),
             "used_options": used_options(lib, composed), "symbols": meta_symbols, "components": comps,
-            "poly": poly, "has_params": "P" in composed.expanded}
+            "has_params": "P" in composed.expanded}
     lines += [f"META = {json.dumps(meta)!r}", ""]
     return "\n".join(lines)
 
@@ -111,14 +100,6 @@ def _load(lib, regime, options):
     exec(compile(path.read_text(), str(path), "exec"), ns)  # our own generated module, keyed by hash
     ns["META"] = json.loads(ns["META"])
     return ns
-
-
-def _fraction(v) -> Optional[Fraction]:
-    return to_fraction(v)
-
-
-def _domain_ok(domain: str, v: Fraction) -> bool:
-    return domain_problem(domain, v) is None
 
 
 def _bind(mod, model, inputs: Mapping[str, object], exclude: Tuple[str, ...] = ()):
@@ -141,16 +122,16 @@ def _bind(mod, model, inputs: Mapping[str, object], exclude: Tuple[str, ...] = (
             raise ValueError("cyclic defaults")
         m = meta[n]
         if n in user:
-            v, origin = _fraction(user[n]), "input"
+            v, origin = to_fraction(user[n]), "input"
         else:
             key = next((k for k in m["keys"] if cfg.get(k) is not None), None)
             if key is not None:
-                v, origin = _fraction(cfg[key]), f"config:{key}"
+                v, origin = to_fraction(cfg[key]), f"config:{key}"
             elif m["default"]:
                 v, origin = Fraction(mod[f"default_{n}"](_Lazy(get, depth))), "default"
             else:
                 raise ValueError(n)
-        if v is None or not _domain_ok(m["domain"], v):
+        if v is None or domain_problem(m["domain"], v):
             raise ValueError(n)
         values[n], prov[n] = v, origin
         return v

@@ -35,13 +35,6 @@ class Library:
     files: Tuple[str, ...] = ()
     file_hashes: Dict[str, str] = field(default_factory=dict)  # absolute path -> sha256 (for the cache)
 
-    def kind_of(self, name: str) -> Optional[str]:
-        if name in self.terms:
-            return "term"
-        if name in self.symbols:
-            return "symbol"
-        return None
-
     def symbol_by_alias(self, name: str) -> Optional[A.SymbolDecl]:
         if name in self.symbols:
             return self.symbols[name]
@@ -85,7 +78,7 @@ def _display(path: Path) -> str:
 
 
 def load(paths: Sequence[Path], units_file: Optional[str] = None) -> Tuple[Library, List[Diagnostic]]:
-    from .parse import parse_file, parse_text
+    from .parse import parse_text
     lib = Library()
     diags: List[Diagnostic] = []
     seen: Set[Path] = set()

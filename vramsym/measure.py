@@ -29,7 +29,7 @@ def _backend():
     return measure_torch
 
 
-def measure_args(est, regime: str, inputs: Mapping[str, object], fake: bool, decode_steps: int) -> Dict:
+def measure_args(est, regime: str, fake: bool, decode_steps: int) -> Dict:
     opts = dict(est.options)
     b = int(est.binding.values["b"])
     s = int(est.binding.values["s"])
@@ -73,7 +73,7 @@ def compare(model, regime: str = "inference", options: Optional[Mapping[str, str
     opts = dict(options or {})
     opts["overhead"] = "none"
     est = vramsym.estimate(model, regime, opts, dict(inputs or {}), library=library)
-    args = measure_args(est, regime, inputs or {}, fake, decode_steps)
+    args = measure_args(est, regime, fake, decode_steps)
     backend = _backend()
     cfg = dict(model.raw_config or model.config)
     dropped = sorted(k for k, v in cfg.items() if ("dropout" in k or "pdrop" in k) and isinstance(v, (int, float)) and v)

@@ -9,7 +9,7 @@ read these fields by name (``from hidden_size | n_embd``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 

@@ -250,7 +250,7 @@ def parse_text(text: str, file: str = "<string>") -> Tuple[A.Module, List[Diagno
             detail = f"unexpected {str(tok)!r}"
         exp = _expected(e)
         return A.Module(file), [Diagnostic(span, "syntax", MSG_SYNTAX.format(detail=detail + (f"; {exp}" if exp else "")))]
-    except UnexpectedEOF as e:  # pragma: no cover - LALR reports UnexpectedToken($END)
+    except UnexpectedEOF:  # pragma: no cover - LALR reports UnexpectedToken($END)
         line = text.count("\n") + 1
         return A.Module(file), [Diagnostic(A.Span(file, line, 1, line, 2), "syntax",
                                            MSG_SYNTAX.format(detail="unexpected end of file"))]
@@ -268,9 +268,3 @@ def parse_text(text: str, file: str = "<string>") -> Tuple[A.Module, List[Diagno
                                                MSG_SYNTAX.format(detail=str(orig)))]
         raise
     return A.Module(file, tuple(statements)), []
-
-
-def parse_file(path: Path, display: str | None = None) -> Tuple[A.Module, List[Diagnostic], str]:
-    text = Path(path).read_text(encoding="utf-8")
-    module, diags = parse_text(text, display or str(path))
-    return module, diags, text

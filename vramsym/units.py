@@ -24,10 +24,6 @@ def registry(units_file: str) -> pint.UnitRegistry:
     return ureg
 
 
-def known_units(ureg: pint.UnitRegistry) -> List[str]:
-    return sorted(str(u) for u in ureg._units.keys())
-
-
 def build_unit(node: A.Unit, ureg: pint.UnitRegistry, diags: List[Diagnostic]) -> Optional[pint.Unit]:
     """Turn a unit syntax tree into a pint unit; unknown names become diagnostics."""
     if isinstance(node, A.UnitOne):

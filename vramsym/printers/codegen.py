@@ -244,23 +244,22 @@ def _header_lines(p: Prepared, lib, target: str) -> List[str]:
 # ---------------------------------------------------------------------------
 # targets
 
+def _py_module_head(p: Prepared, lib, target: str, ren, note, imports) -> List[str]:
+    """Docstring (header + a note on the arithmetic), imports, __all__ and ARGUMENTS of a Python module."""
+    doc = "\n".join(_header_lines(p, lib, target))
+    return (['"""' + doc.replace("\\", "\\\\").replace('"""', "'''"), ""] + note + ['"""'] + imports
+            + ["", f"__all__ = {[e.func for e in p.entries]!r}", f"ARGUMENTS = {list(ren[a] for a in p.args)!r}", ""])
+
+
 def _python(p: Prepared, lib) -> str:
     ren = {a: _safe(a, _PY_RESERVED) for a in p.args}
     pr = ExactPythonPrinter(ren)
     params = ", ".join(ren[a] for a in p.args)
-    doc = "\n".join(_header_lines(p, lib, "python"))
-    out = ['"""' + doc.replace("\\", "\\\\").replace('"""', "'''"),
-           "",
-           "Exact: every argument is converted with Fraction() (pass ints, Fractions or decimal",
-           "strings); a result is an int when whole, else a Fraction. No sympy needed.",
-           '"""',
-           "from fractions import Fraction",
-           "import math",
-           "",
-           f"__all__ = {[e.func for e in p.entries]!r}",
-           f"ARGUMENTS = {list(ren[a] for a in p.args)!r}",
-           "",
-           "",
+    out = _py_module_head(p, lib, "python", ren, [
+        "Exact: every argument is converted with Fraction() (pass ints, Fractions or decimal",
+        "strings); a result is an int when whole, else a Fraction. No sympy needed."],
+        ["from fractions import Fraction", "import math"])
+    out += ["",
            "def _exact(value):",
            "    value = Fraction(value)",
            "    return value.numerator if value.denominator == 1 else value",
@@ -280,18 +279,10 @@ def _numpy(p: Prepared, lib) -> str:
     ren = {a: _safe(a, _PY_RESERVED) for a in p.args}
     pr = VecNumPyPrinter(ren)
     params = ", ".join(ren[a] for a in p.args)
-    doc = "\n".join(_header_lines(p, lib, "numpy"))
-    out = ['"""' + doc.replace("\\", "\\\\").replace('"""', "'''"),
-           "",
-           "Vectorized: every argument may be a scalar or an array (broadcast together);",
-           "arithmetic in float64, results are float64 arrays of the broadcast shape.",
-           '"""',
-           "import functools",
-           "import numpy",
-           "",
-           f"__all__ = {[e.func for e in p.entries]!r}",
-           f"ARGUMENTS = {list(ren[a] for a in p.args)!r}",
-           ""]
+    out = _py_module_head(p, lib, "numpy", ren, [
+        "Vectorized: every argument may be a scalar or an array (broadcast together);",
+        "arithmetic in float64, results are float64 arrays of the broadcast shape."],
+        ["import functools", "import numpy"])
     for e in p.entries:
         out += ["", f"def {e.func}({params}):",
                 f'    """{e.description} [{e.unit}], elementwise."""'.replace("\\", "\\\\")]
@@ -424,7 +415,7 @@ def _json(p: Prepared, lib) -> str:
 
 def _latex(p: Prepared, lib) -> str:
     from .latex import name_latex, split_add
-    lines = [f"% " + ln for ln in _header_lines(p, lib, "latex")]
+    lines = ["% " + ln for ln in _header_lines(p, lib, "latex")]
     rows = []
     for e in p.entries:
         lhs = "M" if e.key == "total" else name_latex(lib, e.key)

@@ -245,7 +245,6 @@ def blocks(result, lib) -> List[Block]:
         section += 1
         out.append(Heading(f"{section}. {text}", 2))
 
-    x = None
     for st in steps:
         k = st.kind
         if k == "definition":
@@ -290,7 +289,6 @@ def blocks(result, lib) -> List[Block]:
             out.append(Table(["symbol", "name", "meaning", "value", "unit", "from"], rows, "llp{5cm}rll"))
         elif k == "simplification":
             head("Simplification")
-            x = sympy.Symbol(sol.variable) if sol else None
             xl = name_latex(lib, sol.variable) if sol else "x"
             out.append(Para([_t(st.title + ":")]))
             out.append(Display([(rf"M\left({xl}\right)", "= " + P.doprint(st.expr))]))
@@ -381,16 +379,13 @@ def _join(parts: List[Inline], sep: str = ", ") -> Inline:
 # ---------------------------------------------------------------------------
 # LaTeX rendering of the blocks
 
+def render_inline(parts: Inline, text, code) -> str:
+    """Inline parts to text: math as $...$, code and prose through the target's own functions."""
+    return "".join(f"${s}$" if kind == "m" else code(s) if kind == "c" else text(s) for kind, s in parts)
+
+
 def _inline_tex(parts: Inline) -> str:
-    out = []
-    for kind, s in parts:
-        if kind == "m":
-            out.append(f"${s}$")
-        elif kind == "c":
-            out.append(r"\texttt{" + tex_text(s) + "}")
-        else:
-            out.append(tex_text(s))
-    return "".join(out)
+    return render_inline(parts, tex_text, lambda s: r"\texttt{" + tex_text(s) + "}")
 
 
 def _display_tex(d: Display) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import List
 
-from .latex import Block, Display, Heading, Inline, Items, Para, Table, blocks
+from .latex import Block, Display, Heading, Inline, Items, Para, Table, blocks, render_inline
 
 _MD_SPECIAL = set("\\`*_[]|$")
 
@@ -24,15 +24,7 @@ def md_text(s: str) -> str:
 
 
 def _inline(parts: Inline) -> str:
-    out = []
-    for kind, s in parts:
-        if kind == "m":
-            out.append(f"${s}$")
-        elif kind == "c":
-            out.append(f"`{s}`")
-        else:
-            out.append(md_text(s))
-    return "".join(out)
+    return render_inline(parts, md_text, lambda s: f"`{s}`")
 
 
 def _display(d: Display) -> str:
