@@ -12,7 +12,8 @@ from enum import IntEnum
 from typing import Dict, List, Optional
 
 import vramsym
-from vramsym.diagnostics import DoesNotFit, FormulaError, InputError, SolveError, VramError
+from vramsym.diagnostics import DoesNotFit, InputError, SolveError, VramError
+from vramsym.report import show as _show
 
 
 class ExitStatus(IntEnum):
@@ -32,11 +33,6 @@ EXAMPLES = """examples:
   vramsym estimate --model ./my-model/config.json --batch 8 --seq 2048 --weight-dtype nf4
   vramsym models | vramsym gpus | vramsym formulas | vramsym check my.vram
 """
-
-
-def _show(choice: str) -> str:
-    """Choices and names print with hyphens on the command line (mixed-bf16, all-linear)."""
-    return choice.replace("_", "-")
 
 
 def _choice(value: str) -> str:
@@ -151,23 +147,8 @@ def _options(args, lib) -> Dict[str, str]:
     return {n: getattr(args, f"opt_{n}") for n in lib.options if getattr(args, f"opt_{n}", None) is not None}
 
 
-def _sizes(n: int, unit: Optional[str]) -> str:
-    from vramsym.capacity import fmt_both, fmt_bytes
-    return fmt_bytes(n, unit) if unit else fmt_both(n)
-
-
-def _estimate_json(est) -> Dict:
-    from vramsym.report import estimate_data
-    return estimate_data(est)
-
-
-def _print_estimate(data, unit, out=None, capacity=None):
-    from vramsym.report import print_estimate
-    print_estimate(data, unit, out or sys.stdout, capacity)
-
-
 def cmd_estimate(args, lib) -> int:
-    from vramsym.report import estimate_data, print_estimate, with_capacity
+    from vramsym.report import print_estimate, with_capacity
     model = vramsym.load_model(args.model, args.formulas)
     inputs = _inputs(args)
     capacity = None
@@ -329,11 +310,11 @@ def cmd_fit(args, lib) -> int:
                           "scenarios": rows}, indent=2))
         return ExitStatus.OK
     print(f"{model.name} on {desc} = {capacity:,} B; batch {args.batch}, seq {args.seq}; sizes in {args.unit}")
-    print(f"  {'regime':<10} {'options':<52} {'total':>10} {'headroom':>10}  fits  max batch")
+    print(f"  {'regime':<10} {'options':<52} {'total ' + args.unit:>10} {'headroom ' + args.unit:>13}  fits  max batch")
     for r in rows:
         opts = ", ".join(f"{k}={v}" for k, v in r["options"].items())
         print(f"  {r['regime']:<10} {opts:<52} {fmt_bytes(r['total_bytes'], args.unit).split()[0]:>10} "
-              f"{fmt_bytes(r['headroom_bytes'], args.unit).split()[0]:>10}  {'yes ' if r['fits'] else 'no  '}  "
+              f"{fmt_bytes(r['headroom_bytes'], args.unit).split()[0]:>13}  {'yes ' if r['fits'] else 'no  '}  "
               f"{r['max_batch'] if r['max_batch'] is not None else '-'}")
     return ExitStatus.OK
 
