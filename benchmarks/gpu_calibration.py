@@ -47,7 +47,7 @@ def run_case(torch, transformers, name, regime, opts, b, s):
         cfg.pop(k, None)
     hf = transformers.AutoConfig.for_model(mt, **cfg)
     hf._attn_implementation = args["attention"]
-    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "bf16-mixed": torch.float32}[args["precision"]]
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "mixed_bf16": torch.float32}[args["precision"]]
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
     with torch.device("cuda"):
@@ -67,11 +67,11 @@ def run_case(torch, transformers, name, regime, opts, b, s):
         m.train()
         params = [p for p in m.parameters() if p.requires_grad]
         opt = {"adamw": lambda: torch.optim.AdamW(params, foreach=True),
-               "adamw-fused": lambda: torch.optim.AdamW(params, fused=True),
+               "adamw_fused": lambda: torch.optim.AdamW(params, fused=True),
                "sgd": lambda: torch.optim.SGD(params, lr=1e-3),
-               "sgd-momentum": lambda: torch.optim.SGD(params, lr=1e-3, momentum=0.9)}[args["optimizer"]]()
+               "sgd_momentum": lambda: torch.optim.SGD(params, lr=1e-3, momentum=0.9)}[args["optimizer"]]()
         for _ in range(2):
-            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=args["precision"] == "bf16-mixed"):
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=args["precision"] == "mixed_bf16"):
                 loss = m(input_ids=ids, labels=ids).loss
             loss.backward()
             opt.step()

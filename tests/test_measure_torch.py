@@ -29,8 +29,8 @@ def _strip(r):
 
 @pytest.mark.parametrize("cfg,kw", [
     (TINY, dict(mode="train", precision="fp32", attention="sdpa")),
-    (TINY, dict(mode="train", precision="bf16-mixed", attention="eager", checkpointing=True)),
-    (TINY, dict(mode="train", precision="bf16", optimizer="adamw-fused")),
+    (TINY, dict(mode="train", precision="mixed_bf16", attention="eager", checkpointing=True)),
+    (TINY, dict(mode="train", precision="bf16", optimizer="adamw_fused")),
     (TINY, dict(mode="train", precision="fp32", lora={"r": 4, "target_modules": "all-linear"})),
     (TINY, dict(mode="inference", precision="bf16", attention="sdpa")),
     (TINY, dict(mode="inference", precision="fp32", attention="eager")),
@@ -71,7 +71,7 @@ def test_train_bf16_and_sgd():
     assert cats["parameters"] == 2 * TINY_PARAMS
     assert cats["gradients"] == 2 * TINY_PARAMS
     assert cats["optimizer_states"] == 0
-    m = measure(TINY, mode="train", batch=2, seq=16, precision="bf16", optimizer="sgd-momentum")
+    m = measure(TINY, mode="train", batch=2, seq=16, precision="bf16", optimizer="sgd_momentum")
     assert m["optimizer_state_bytes"] == 2 * TINY_PARAMS  # momentum buffer in param dtype
 
 

@@ -3,65 +3,78 @@
 Public API (the command line uses only this)::
 
     import vramsym
-    lib = vramsym.load_library()
     m = vramsym.load_model("llama-3.1-8b")
-    est = vramsym.estimate(m, regime="inference", inputs={"batch": 1, "seq": 4096})
-    sol = vramsym.solve("batch", "24GB", m, inputs={"seq": 4096})
+    r = vramsym.compile(m, regime="inference", options={"precision": "bf16"})
+    r.evaluate(batch=4, seq=4096).total_bytes          # int, the CLI's number
+    r.solve("batch", "24GB", seq=4096).value           # the largest batch that fits
+    vramsym.estimate(m, "inference", inputs={"batch": 1, "seq": 4096})   # one-off
+    print(vramsym.derive(vramsym.solve("batch", "24GB", m, inputs={"seq": 4096})))
+
+Every number comes from one compiled regime (vramsym.compiled); sympy composes and
+derives, and is imported only when a regime is compiled or a derivation is printed.
 """
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from .errors import DoesNotFit, InputError, SolveError, VramError
 
-from .diagnostics import (Diagnostic, DoesNotFit, FormulaError, InputError, SolveError,
-                          VramError)
-
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
-    "load_library", "load_model", "compose", "estimate", "solve", "derive", "export", "resolve_capacity", "find_gpu",
-    "Diagnostic", "DoesNotFit", "FormulaError", "InputError", "SolveError", "VramError", "__version__",
+    "load_library", "load_model", "compose", "compile", "estimate", "solve", "derive", "export",
+    "resolve_capacity", "find_gpu", "check", "explain_dtype", "catalog_models", "catalog_gpus", "measure", "Diagnostic", "DoesNotFit", "FormulaError", "InputError", "SolveError",
+    "VramError", "__version__",
 ]
 
 
-def load_library(extra: Sequence = (), use_cache: bool = True):
-    """The bundled formula files plus ``extra`` files or folders, parsed and checked (cached by hash)."""
-    from .cache import load_library as _load
-    return _load(tuple(extra), use_cache=use_cache)
+def __getattr__(name):          # the formula-file error types need the AST: import them on use
+    if name in ("Diagnostic", "FormulaError"):
+        from . import diagnostics
+        return getattr(diagnostics, name)
+    raise AttributeError(f"module 'vramsym' has no attribute '{name}'")
 
 
-def load_model(name_or_path: str, extra: Sequence = ()):
+def load_library(extra=(), use_cache: bool = True):
+    """The bundled formula files plus ``extra`` files or folders, parsed and checked.
+
+    (``use_cache`` is accepted for compatibility: the cache holds compiled regimes, not libraries.)"""
+    from pathlib import Path
+    from .library import load_or_raise
+    from .paths import formulas_dir
+    return load_or_raise([formulas_dir()] + [Path(p) for p in extra])
+
+
+def load_model(name_or_path: str, extra=()):
+    """A catalog name (``llama-3.1-8b``) or the path of a Hugging Face config.json."""
     from .models import load_model as _load
     return _load(name_or_path, list(extra))
 
 
-def compose(regime: str = "inference", options: Optional[Mapping[str, str]] = None, model=None, library=None):
+def compose(regime: str = "inference", options=None, model=None, library=None):
+    """The regime's sympy composition (for derivations and exports)."""
     from .regimes import compose as _compose
     lib = library or load_library()
     return _compose(lib, regime, dict(options or {}), model.config if model is not None else None)
 
 
-def estimate(model, regime: str = "inference", options: Optional[Mapping[str, str]] = None,
-             inputs: Optional[Mapping[str, object]] = None, library=None):
-    from .engine import estimate as _estimate
-    lib = library or load_library()
-    composed = compose(regime, options, model, lib)
-    return _estimate(lib, composed, model, dict(inputs or {}))
+def compile(model=None, regime: str = "inference", options=None, library=None, formulas=()):
+    """``regime`` with ``options`` compiled for ``model`` (a name, a path or a loaded model):
+    ``.evaluate(batch=.., seq=..)`` and ``.solve(variable, capacity, **inputs)``."""
+    from .runtime import compile as _compile
+    if isinstance(model, str):
+        model = load_model(model, formulas)
+    return _compile(model, regime, options, library, formulas)
 
 
-def solve(variable: str, capacity, model, regime: str = "inference",
-          options: Optional[Mapping[str, str]] = None, inputs: Optional[Mapping[str, object]] = None,
-          library=None):
+def estimate(model, regime: str = "inference", options=None, inputs=None, library=None, formulas=()):
+    """The memory of one configuration, by component (an :class:`~vramsym.results.Estimate`)."""
+    return compile(model, regime, options, library, formulas).evaluate(dict(inputs or {}))
+
+
+def solve(variable: str, capacity, model, regime: str = "inference", options=None, inputs=None,
+          library=None, formulas=()):
     """Largest integer ``variable`` (``batch``, ``seq``, ``max_batch``, ...) whose total fits ``capacity``
     (bytes as an int, a size such as '24GB', or a GPU name)."""
-    from .engine import solve_max
-    lib = library or load_library()
-    if isinstance(capacity, int):
-        cap = capacity
-    else:
-        cap, _ = resolve_capacity(capacity)
-    var = variable[4:] if variable.startswith("max_") else variable
-    composed = compose(regime, options, model, lib)
-    return solve_max(lib, composed, model, dict(inputs or {}), var, cap)
+    return compile(model, regime, options, library, formulas).solve(variable, capacity, dict(inputs or {}))
 
 
 def derive(result, fmt: str = "markdown", standalone: bool = False, library=None) -> str:
@@ -70,9 +83,8 @@ def derive(result, fmt: str = "markdown", standalone: bool = False, library=None
     return derivation(result, library or load_library(), fmt, standalone)
 
 
-def export(regime: str = "inference", target: str = "python", model=None,
-           options: Optional[Mapping[str, str]] = None, free: Sequence[str] = ("b", "s"),
-           term: Optional[str] = None, library=None) -> str:
+def export(regime: str = "inference", target: str = "python", model=None, options=None,
+           free=("b", "s"), term=None, library=None) -> str:
     """A regime (or one ``term``) as code another tool can embed: python, numpy, javascript, c, json, latex.
 
     With a ``model``, its numbers are bound and only the ``free`` symbols stay arguments."""
@@ -81,13 +93,15 @@ def export(regime: str = "inference", target: str = "python", model=None,
     composed = compose(regime, options, model, lib)
     values = None
     if model is not None:
-        from .engine import bind
-        keep = tuple(lib.symbol_by_alias(f).name if lib.symbol_by_alias(f) else f for f in free)
-        values = dict(bind(lib, composed, model, {}, exclude=keep).values)
+        from .bind import bind
+        r = compile(model, regime, options, lib)
+        keep = tuple(r.regime.symbol(f) or f for f in free)
+        values = bind(r.regime, model.config, {}, exclude=keep, source=model.source)[0]
     return _export(composed, lib, target, values, term)
 
 
 def resolve_capacity(text):
+    """(bytes, description) for '24GB', '24GiB', '80000MiB' or a GPU name."""
     from .gpus import resolve_capacity as _rc
     return _rc(text)
 
@@ -95,3 +109,47 @@ def resolve_capacity(text):
 def find_gpu(name: str):
     from .gpus import find_gpu as _fg
     return _fg(name)
+
+
+def check(files):
+    """(library, diagnostics) for the bundled formulas plus ``files`` (each must exist)."""
+    from pathlib import Path
+    from .library import load
+    from .paths import formulas_dir
+    for f in files:
+        if not Path(f).exists():
+            raise InputError(f"cannot check '{f}': no such file")
+    return load([formulas_dir()] + [Path(f) for f in files])
+
+
+def explain_dtype(name: str, library=None) -> dict:
+    """A number format's bit layout, range and storage size (``bf16``, ``fp8-e4m3``, ``nf4``, ...)."""
+    from .dtypes import explain
+    return explain(name, library or load_library())
+
+
+def catalog_models() -> list:
+    """The bundled models with their exact parameter counts."""
+    import json
+    from .models import catalog
+    rows = []
+    for name, path in catalog().items():
+        d = json.loads(path.read_text())
+        m = load_model(name)
+        rows.append({"name": name, "hf_id": d.get("hf_id"), "model_type": m.config.get("model_type"),
+                     "params": compile(m, "inference").evaluate(batch=1, seq=1).params, "source": d.get("source")})
+    return rows
+
+
+def catalog_gpus() -> list:
+    """The bundled GPUs with the memory the driver reports."""
+    from .gpus import catalog
+    return [{"name": g.name, "memory_mib": g.memory_mib, "capacity_bytes": g.capacity_bytes,
+             "marketed": g.marketed, "aliases": list(g.aliases), "source": g.source} for g in catalog()]
+
+
+def measure(model, regime: str = "inference", options=None, inputs=None, fake: bool = True,
+            decode_steps: int = 4, library=None) -> dict:
+    """The prediction next to what PyTorch allocates for the same job (needs ``vramsym[measure]``)."""
+    from .measure import compare
+    return compare(model, regime, options, inputs, fake=fake, decode_steps=decode_steps, library=library)

@@ -179,9 +179,26 @@ class RegimeDef:
     lets: Tuple[Let, ...] = ()
     options: Tuple[Tuple[str, str, Span], ...] = ()
     sources: Tuple[str, ...] = ()
+    labels: Tuple[str, ...] = ()
 
 
-Statement = Union[Include, SymbolDecl, OptionDecl, TermDef, RegimeDef]
+@dataclass(frozen=True)
+class PresetDef:
+    """Each choice of ``option`` stands for choices of other options (``sets``)."""
+    option: str
+    cases: Tuple[Tuple[Tuple[str, ...], Tuple[Tuple[str, str, Span], ...], Span], ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class FitDef:
+    """A row of ``vramsym fit``: a regime and the options it sets."""
+    regime: str
+    options: Tuple[Tuple[str, str, Span], ...]
+    span: Span
+
+
+Statement = Union[Include, SymbolDecl, OptionDecl, TermDef, RegimeDef, PresetDef, FitDef]
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,8 @@
-"""The command line: a thin layer over the public API in ``vramsym/__init__.py``.
-
-Every command takes ``--json``; exit codes are named in :class:`ExitStatus`.
+"""The command line, declared as data: :data:`COMMANDS` names each command, its help, its
+examples and the flag groups it takes; :func:`parser` builds argparse from that table and
+the formula library's vocabulary (options, presets, inputs). Handlers call only the
+public API in ``vramsym/__init__.py``. Every command takes ``--json``; exit codes are
+named in :class:`ExitStatus`.
 """
 from __future__ import annotations
 
@@ -9,11 +11,9 @@ import json
 import os
 import sys
 from enum import IntEnum
-from typing import Dict, List, Optional
 
 import vramsym
-from vramsym.diagnostics import DoesNotFit, InputError, SolveError, VramError
-from vramsym.report import show as _show
+from vramsym.errors import DoesNotFit, InputError, SolveError, VramError
 
 
 class ExitStatus(IntEnum):
@@ -25,117 +25,138 @@ class ExitStatus(IntEnum):
     INTERNAL = 70
 
 
-EXAMPLES = """examples:
-  vramsym solve max_batch --model llama-3.1-8b --seq 4096 --gpu 24GB
-  vramsym solve max_seq --model qwen2.5-7b --batch 4 --gpu rtx-4090 --kv-dtype fp8
-  vramsym estimate --model llama-3.1-8b --batch 1 --seq 4096
-  vramsym estimate --model mistral-7b-v0.1 --regime train --precision mixed --json
-  vramsym estimate --model ./my-model/config.json --batch 8 --seq 2048 --weight-dtype nf4
-  vramsym models | vramsym gpus | vramsym formulas | vramsym check my.vram
-"""
+# name, help, flag groups, examples. Groups: model (--model required), model? (optional),
+# regime, inputs, options, gpu (required), gpu? (optional), output (--json, --unit), json.
+COMMANDS = [
+    ("estimate", "memory of one configuration, by component",
+     ("model", "regime", "inputs", "options", "gpu?", "output"),
+     ["vramsym estimate --model llama-3.1-8b --batch 1 --seq 4096",
+      "vramsym estimate --model llama-3.1-8b --regime train --precision mixed-bf16 --batch 1 --seq 2048",
+      "vramsym estimate --model qwen2.5-7b --regime qlora --lora-rank 16 --checkpointing full --batch 4 --seq 2048",
+      "vramsym estimate --model mistral-7b-v0.1 --regime train --precision mixed-bf16 --batch 1 --seq 1024 --json"]),
+    ("solve", "largest batch / sequence / rank that fits a capacity",
+     ("target", "model", "regime", "inputs", "options", "gpu", "output"),
+     ["vramsym solve max_batch --model llama-3.1-8b --seq 4096 --gpu 24GB",
+      "vramsym solve max_seq --model qwen2.5-7b --batch 4 --gpu rtx-4090 --kv-dtype fp8",
+      "vramsym solve max_batch --model llama-3.1-8b --seq 8192 --regime vllm --gpu h100-sxm-80gb"]),
+    ("fit", "which regimes, quantizations and optimizers fit one GPU, with headroom (rows: `fit` in formulas/fit.vram)",
+     ("model", "fit_inputs", "gpu", "output"),
+     ["vramsym fit --model llama-3.1-8b --gpu rtx-4090 --seq 2048"]),
+    ("derive", "step-by-step derivation of an estimate or a solve (LaTeX / Markdown)",
+     ("model", "regime", "inputs", "options", "gpu?", "derive", "json"),
+     ["vramsym derive --model llama-3.1-8b --batch 1 --seq 4096 --format latex --standalone",
+      "vramsym derive --model llama-3.1-8b --seq 4096 --gpu 24GB --solve max_batch --format markdown"]),
+    ("export", "a regime (or one term) as embeddable code",
+     ("model?", "regime", "options", "export", "json"),
+     ["vramsym export --regime inference --to python",
+      "vramsym export --regime train --to javascript --model llama-3.1-8b",
+      "vramsym export --regime inference --term kv_cache --to c"]),
+    ("measure", "prediction next to what PyTorch allocates (needs vramsym[measure])",
+     ("model", "regime", "inputs", "options", "measure", "json"),
+     ["vramsym measure --model llama-3.2-1b --regime train --precision fp32 --batch 1 --seq 256"]),
+    ("dtype", "explain a number format from its bit layout (bf16, fp8-e4m3, nf4, ...)", ("dtype_name", "json"),
+     ["vramsym dtype bf16"]),
+    ("models", "the bundled model catalog", ("json",), ["vramsym models"]),
+    ("gpus", "the bundled GPU catalog", ("json",), ["vramsym gpus"]),
+    ("formulas", "every term with its unit and source", ("formulas", "json"), ["vramsym formulas"]),
+    ("check", "validate formula files (with the bundled ones)", ("files", "json"),
+     ["vramsym check formulas/training.vram"]),
+]
 
 
 def _choice(value: str) -> str:
     return value.replace("-", "_")
 
 
-def _parser(lib) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="vramsym", description="GPU memory of LLM jobs from cited formulas.",
-                                epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--version", action="version", version=f"vramsym {vramsym.__version__}")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+def show(choice: str) -> str:
+    return choice.replace("_", "-")
 
-    def common(sp, need_model=True):
-        sp.add_argument("--model", required=need_model, help="catalog name (see `vramsym models`) or path to a config.json")
+
+def _add_group(sp, group: str, iface) -> None:
+    req = not group.endswith("?")
+    g = group.rstrip("?")
+    if g == "model":
+        sp.add_argument("--model", required=req, help="catalog name (see `vramsym models`) or path to a config.json")
+    elif g == "regime":
         sp.add_argument("--regime", default="inference", type=_choice,
-                        help="regime (default: inference): " + ", ".join(_show(r) for r in sorted(lib.regimes)))
+                        help="regime (default: inference): " + ", ".join(show(r) for r in sorted(iface["regimes"])))
+    elif g == "inputs":
         ins = sp.add_argument_group("inputs (symbols of the formula files with a command-line name)")
-        for sym in sorted((d for d in lib.symbols.values() if d.alias), key=lambda d: d.alias):
-            ins.add_argument(f"--{_show(sym.alias)}", dest=f"in_{sym.alias}", metavar="N",
-                             help=f"{sym.description} (symbol {sym.name})")
+        for name, m in sorted(((n, m) for n, m in iface["symbols"].items() if m["alias"]), key=lambda x: x[1]["alias"]):
+            ins.add_argument(f"--{show(m['alias'])}", dest=f"in_{m['alias']}", metavar="N",
+                             help=f"{m['description']} (symbol {name})")
         sp.add_argument("--set", action="append", default=[], metavar="SYMBOL=VALUE",
                         help="give any declared symbol a value (e.g. --set n_kv=1)")
-        grp = sp.add_argument_group("options (from the formula files)")
-        for name, o in sorted(lib.options.items()):
-            grp.add_argument(f"--{_show(name)}", dest=f"opt_{name}", type=_choice, choices=o.choices,
-                             metavar="{" + ",".join(_show(c) for c in o.choices) + "}",
-                             help=f"{o.description} (default {_show(o.default)})")
-        sp.add_argument("--formulas", action="append", default=[], metavar="PATH", help="extra formula file or folder")
-        sp.add_argument("--unit", choices=["GiB", "GB"], default=None, help="show sizes in GiB (2^30 B) or GB (10^9 B); default both")
+    elif g == "fit_inputs":
+        sp.add_argument("--batch", default="1", help="batch size (default 1)")
+        sp.add_argument("--seq", default="2048", help="sequence length (default 2048)")
+    elif g == "options":
+        grp = sp.add_argument_group("options (from the formula files; a preset such as --precision sets several)")
+        for name, o in sorted(iface["options"].items()):
+            preset = iface["presets"].get(name)
+            extra = f"; sets {', '.join(show(t) for t, _ in next(iter(preset['choices'].values())))}" if preset else ""
+            grp.add_argument(f"--{show(name)}", dest=f"opt_{name}", type=_choice, choices=o["choices"],
+                             metavar="{" + ",".join(show(c) for c in o["choices"]) + "}",
+                             help=f"{o['description']} (default {show(o['default'])}{extra})")
+    elif g == "gpu":
+        sp.add_argument("--gpu", required=req, help="capacity: 24GB (10^9 B), 24GiB (2^30 B), 80000MiB, or a GPU name")
+    elif g == "output":
+        sp.add_argument("--unit", choices=["GiB", "GB"], default=None,
+                        help="show sizes in GiB (2^30 B) or GB (10^9 B); default both")
         sp.add_argument("--json", action="store_true", help="machine-readable output")
+    elif g == "json":
+        sp.add_argument("--json", action="store_true", help="machine-readable output")
+    elif g == "target":
+        sp.add_argument("target", help="max_batch, max_seq, max_lora_rank or max_<any integer symbol>")
+    elif g == "derive":
+        sp.add_argument("--format", choices=["markdown", "latex"], default="markdown")
+        sp.add_argument("--standalone", action="store_true", help="LaTeX: a complete document")
+        sp.add_argument("--solve", metavar="TARGET", help="derive a solve (max_batch, max_seq, ...) instead of an estimate")
+    elif g == "export":
+        sp.add_argument("--to", required=True, choices=["python", "numpy", "javascript", "c", "json", "latex"])
+        sp.add_argument("--term", help="export one term instead of the whole regime")
+        sp.add_argument("--free", default="batch,seq", help="with --model: symbols left as arguments (default batch,seq)")
+    elif g == "measure":
+        sp.add_argument("--real", action="store_true", help="allocate real CPU tensors instead of FakeTensorMode (tiny models only)")
+        sp.add_argument("--decode-steps", type=int, default=4, help="inference: decode steps after the prefill (default 4)")
+    elif g == "dtype_name":
+        sp.add_argument("name")
+    elif g == "files":
+        sp.add_argument("files", nargs="+")
+    elif g == "formulas":
+        pass
+    else:
+        raise AssertionError(group)
 
-    e = sub.add_parser("estimate", help="memory of one configuration, by component",
-                       epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    common(e)
-    e.add_argument("--gpu", help="also say whether it fits this capacity (24GB, 24GiB, a GPU name)")
-    s = sub.add_parser("solve", help="largest batch / sequence / rank that fits a capacity",
-                       epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    s.add_argument("target", help="max_batch, max_seq, max_lora_rank or max_<any integer symbol>")
-    common(s)
-    s.add_argument("--gpu", required=True, help="capacity: 24GB (10^9 B), 24GiB (2^30 B), 80000MiB, or a GPU name")
-    ms = sub.add_parser("measure", help="prediction next to what PyTorch allocates (needs vramsym[measure])",
-                        epilog="example:\n  vramsym measure --model llama-3.1-8b --regime train --precision fp32 --batch 1 --seq 2048",
-                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    common(ms)
-    ms.add_argument("--real", action="store_true", help="allocate real CPU tensors instead of FakeTensorMode (tiny models only)")
-    ms.add_argument("--decode-steps", type=int, default=4, help="inference: decode steps after the prefill (default 4)")
-    d = sub.add_parser("derive", help="step-by-step derivation of an estimate or a solve (LaTeX / Markdown)",
-                       epilog="examples:\n  vramsym derive --model llama-3.1-8b --batch 1 --seq 4096 --format latex --standalone\n"
-                              "  vramsym derive --model llama-3.1-8b --seq 4096 --gpu 24GB --solve max_batch --format markdown",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    common(d)
-    d.add_argument("--format", choices=["markdown", "latex"], default="markdown")
-    d.add_argument("--standalone", action="store_true", help="LaTeX: a complete document")
-    d.add_argument("--solve", metavar="TARGET", help="derive a solve (max_batch, max_seq, ...) instead of an estimate")
-    d.add_argument("--gpu", help="capacity for --solve")
-    x = sub.add_parser("export", help="a regime (or one term) as embeddable code",
-                       epilog="examples:\n  vramsym export --regime inference --to python\n"
-                              "  vramsym export --regime train --to javascript --model llama-3.1-8b\n"
-                              "  vramsym export --regime inference --term kv_cache --to c",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    x.add_argument("--regime", default="inference", type=_choice)
-    x.add_argument("--to", required=True, choices=["python", "numpy", "javascript", "c", "json", "latex"])
-    x.add_argument("--term", help="export one term instead of the whole regime")
-    x.add_argument("--model", help="bind this model's numbers; only --free symbols stay arguments")
-    x.add_argument("--free", default="batch,seq", help="with --model: symbols left as arguments (default batch,seq)")
-    x.add_argument("--formulas", action="append", default=[], metavar="PATH")
-    grp = x.add_argument_group("options (from the formula files)")
-    for name, o in sorted(lib.options.items()):
-        grp.add_argument(f"--{_show(name)}", dest=f"opt_{name}", type=_choice, choices=o.choices,
-                         metavar="{" + ",".join(_show(c) for c in o.choices) + "}", help=f"default {_show(o.default)}")
-    x.add_argument("--json", action="store_true", help="wrap the output in a JSON object")
-    ft = sub.add_parser("fit", help="which regimes, quantizations and optimizers fit one GPU, with headroom",
-                        epilog="example:\n  vramsym fit --model llama-3.1-8b --gpu rtx-4090 --seq 2048",
-                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    ft.add_argument("--model", required=True)
-    ft.add_argument("--gpu", required=True)
-    ft.add_argument("--batch", default="1")
-    ft.add_argument("--seq", default="2048")
-    ft.add_argument("--formulas", action="append", default=[], metavar="PATH")
-    ft.add_argument("--unit", choices=["GiB", "GB"], default="GiB")
-    ft.add_argument("--json", action="store_true")
-    dt = sub.add_parser("dtype", help="explain a number format from its bit layout (bf16, fp8-e4m3, nf4, ...)")
-    dt.add_argument("name")
-    dt.add_argument("--json", action="store_true")
-    m = sub.add_parser("models", help="the bundled model catalog")
-    m.add_argument("--json", action="store_true")
-    g = sub.add_parser("gpus", help="the bundled GPU catalog")
-    g.add_argument("--json", action="store_true")
-    f = sub.add_parser("formulas", help="every term with its unit and source")
-    f.add_argument("--formulas", action="append", default=[], metavar="PATH")
-    f.add_argument("--json", action="store_true")
-    c = sub.add_parser("check", help="validate a formula file")
-    c.add_argument("files", nargs="+")
-    c.add_argument("--json", action="store_true")
+
+def _formulas_flag(p) -> None:
+    p.add_argument("--formulas", action="append", default=[], metavar="PATH", help="extra formula file or folder")
+
+
+def parser(iface, only=None) -> argparse.ArgumentParser:
+    """The argparse parser of :data:`COMMANDS` (with all flags for ``only``, or for every command)."""
+    epilog = "examples:\n" + "\n".join(f"  {ex}" for _, _, _, exs in COMMANDS for ex in exs[:1])
+    p = argparse.ArgumentParser(prog="vramsym", description="GPU memory of LLM jobs from cited formulas.",
+                                epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"vramsym {vramsym.__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for name, help_, groups, examples in COMMANDS:
+        sp = sub.add_parser(name, help=help_, description=help_,
+                            epilog="examples:\n" + "\n".join(f"  {e}" for e in examples),
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+        if only is None or only == name:
+            for g in groups:
+                _add_group(sp, g, iface)
+            if name not in ("dtype", "models", "gpus"):
+                _formulas_flag(sp)
     return p
 
 
-def _inputs(args) -> Dict[str, object]:
-    out: Dict[str, object] = {}
-    for key, v in vars(args).items():
-        if key.startswith("in_") and v is not None:
-            out[key[3:]] = v
-    for item in args.set:
+# ---- handlers ----
+
+def _inputs(args):
+    out = {k[3:]: v for k, v in vars(args).items() if k.startswith("in_") and v is not None}
+    for item in getattr(args, "set", []):
         if "=" not in item:
             raise InputError(f"--set expects SYMBOL=VALUE, got '{item}'")
         k, v = item.split("=", 1)
@@ -143,188 +164,142 @@ def _inputs(args) -> Dict[str, object]:
     return out
 
 
-def _options(args, lib) -> Dict[str, str]:
-    return {n: getattr(args, f"opt_{n}") for n in lib.options if getattr(args, f"opt_{n}", None) is not None}
+def _options(args):
+    return {k[4:]: v for k, v in vars(args).items() if k.startswith("opt_") and v is not None}
 
 
-def cmd_estimate(args, lib) -> int:
-    from vramsym.report import print_estimate, with_capacity
+def _print_json(data) -> None:
+    print(json.dumps(data, indent=2))
+
+
+def cmd_estimate(args, voc):
+    from vramsym.report import estimate_data, print_estimate, with_capacity
     model = vramsym.load_model(args.model, args.formulas)
-    inputs = _inputs(args)
-    capacity = None
-    if args.gpu:
-        capacity, _ = vramsym.resolve_capacity(args.gpu)
+    inputs, opts = _inputs(args), _options(args)
+    capacity = vramsym.resolve_capacity(args.gpu)[0] if args.gpu else None
+    r = vramsym.compile(model, args.regime, opts, formulas=args.formulas)
+    if capacity is not None and r.regime.symbol("capacity"):
         inputs.setdefault("capacity", capacity)
-    data = _estimate_any(lib, model, args.regime, _options(args, lib), inputs, args.formulas)
-    if args.regime == "inference" and not _options(args, lib).get("overhead") == "none":
-        data["heuristics"] = _heuristics(lib, model, _options(args, lib), inputs, capacity, args.formulas)
+    data = estimate_data(r.evaluate(inputs))
+    heur = [n for n, reg in voc.iface["regimes"].items() if "heuristic" in reg["labels"]]
+    if "heuristic" not in voc.iface["regimes"][args.regime]["labels"] and opts.get("overhead") != "none" \
+            and args.regime == "inference":
+        data["heuristics"] = []
+        for name in heur:
+            h = vramsym.compile(model, name, {k: v for k, v in opts.items() if k != "overhead"}, formulas=args.formulas)
+            ins = {k: v for k, v in inputs.items() if h.regime.symbol(k)}
+            if h.regime.symbol("capacity"):
+                if capacity is None:
+                    continue
+                ins["capacity"] = capacity
+            data["heuristics"].append({"regime": name, "description": h.regime.description,
+                                       "total_bytes": h.evaluate(ins).total_bytes})
     if args.json:
-        print(json.dumps(with_capacity(data, capacity), indent=2))
+        _print_json(with_capacity(data, capacity))
     else:
         print_estimate(data, args.unit, sys.stdout, capacity)
     return ExitStatus.OK
 
 
-def cmd_solve(args, lib) -> int:
+def cmd_solve(args, voc):
     from vramsym.report import print_solution, solution_data
     capacity, cap_desc = vramsym.resolve_capacity(args.gpu)
     model = vramsym.load_model(args.model, args.formulas)
-    from vramsym import fastpath
-    data = None if args.formulas else fastpath.solve(lib, model, args.regime, _options(args, lib), _inputs(args),
-                                                     args.target, capacity, cap_desc)
-    if data is None:
-        sol = vramsym.solve(args.target, capacity, model, args.regime, _options(args, lib), _inputs(args), library=lib)
-        _remember(lib, sol.estimate)
-        data = solution_data(sol, cap_desc)
+    sol = vramsym.compile(model, args.regime, _options(args), formulas=args.formulas).solve(
+        args.target, capacity, _inputs(args))
+    data = solution_data(sol, cap_desc)
     if args.json:
-        print(json.dumps({k: v for k, v in data.items() if k != "capacity_description"}, indent=2))
+        _print_json({k: v for k, v in data.items() if k != "capacity_description"})
     else:
         print_solution(data, args.unit, sys.stdout)
     return ExitStatus.OK
 
 
-def _estimate_any(lib, model, regime, options, inputs, extra):
-    """The estimate as data: the warm path when it can, else the full pipeline."""
-    from vramsym import fastpath
-    from vramsym.report import estimate_data
-    data = None if extra else fastpath.estimate(lib, model, regime, options, inputs)
-    if data is None:
-        est = vramsym.estimate(model, regime, options, inputs, library=lib)
-        _remember(lib, est)
-        data = estimate_data(est)
-    return data
-
-
-HEURISTICS = ("heuristic_1_2", "heuristic_1_3")
-
-
-def _heuristics(lib, model, options, inputs, capacity, extra):
-    """The seed articles' rules of thumb for the same job, labelled, beside the derived figure."""
-    out = []
-    for name in HEURISTICS:
-        if name not in lib.regimes or (name == "heuristic_1_3" and capacity is None):
-            continue
-        opts = {k: v for k, v in options.items() if k != "overhead"}
-        ins = dict(inputs)
-        if capacity is not None:
-            ins["capacity"] = capacity
-        try:
-            d = _estimate_any(lib, model, name, opts, ins, extra)
-        except VramError:
-            continue
-        out.append({"regime": name, "description": d["description"], "total_bytes": d["total_bytes"]})
-    return out
-
-
-def _remember(lib, est) -> None:
-    """Store the compiled regime so that the next run takes the fast path (vramsym.fastpath)."""
-    try:
-        from vramsym import fastpath
-        fastpath.store(lib, est.composed)
-    except Exception:  # a cache is an optimisation, never a failure
-        pass
-
-
-def cmd_measure(args, lib) -> int:
-    from vramsym.measure import compare
+def cmd_fit(args, voc):
+    from vramsym.capacity import fmt_bytes
+    capacity, desc = vramsym.resolve_capacity(args.gpu)
     model = vramsym.load_model(args.model, args.formulas)
-    res = compare(model, args.regime, _options(args, lib), _inputs(args), fake=not args.real,
-                  decode_steps=args.decode_steps, library=lib)
+    unit = args.unit or "GiB"
+    rows = []
+    for regime, opts in voc.iface["fits"]:
+        r = vramsym.compile(model, regime, opts, formulas=args.formulas)
+        est = r.evaluate(batch=args.batch, seq=args.seq)
+        fits = est.total_bytes <= capacity
+        max_batch = None
+        if fits:
+            try:
+                max_batch = r.solve("batch", capacity, seq=args.seq).value
+            except VramError:
+                max_batch = None
+        rows.append({"regime": regime, "options": {k: show(v) for k, v in opts.items()}, "total_bytes": est.total_bytes,
+                     "fits": fits, "headroom_bytes": capacity - est.total_bytes, "max_batch": max_batch})
+    if args.json:
+        _print_json({"model": model.name, "capacity_bytes": capacity, "batch": args.batch, "seq": args.seq,
+                     "scenarios": rows})
+        return ExitStatus.OK
+    print(f"{model.name} on {desc} = {capacity:,} B; batch {args.batch}, seq {args.seq}; sizes in {unit}")
+    print(f"  {'regime':<10} {'options':<52} {'total ' + unit:>10} {'headroom ' + unit:>13}  fits  max batch")
+    for row in rows:
+        opts = ", ".join(f"{k}={v}" for k, v in row["options"].items())
+        print(f"  {row['regime']:<10} {opts:<52} {fmt_bytes(row['total_bytes'], unit).split()[0]:>10} "
+              f"{fmt_bytes(row['headroom_bytes'], unit).split()[0]:>13}  {'yes ' if row['fits'] else 'no  '}  "
+              f"{row['max_batch'] if row['max_batch'] is not None else '-'}")
+    return ExitStatus.OK
+
+
+def cmd_derive(args, voc):
+    model = vramsym.load_model(args.model, args.formulas)
+    lib = voc.load_library()
+    r = vramsym.compile(model, args.regime, _options(args), library=lib)
+    if args.solve:
+        if not args.gpu:
+            raise InputError("--solve needs --gpu CAPACITY (e.g. 24GB, 24GiB or a GPU name)")
+        result = r.solve(args.solve, vramsym.resolve_capacity(args.gpu)[0], _inputs(args))
+    else:
+        result = r.evaluate(_inputs(args))
+    text = vramsym.derive(result, args.format, args.standalone, library=lib)
+    if args.json:
+        _print_json({"format": args.format, "text": text})
+    else:
+        print(text)
+    return ExitStatus.OK
+
+
+def cmd_export(args, voc):
+    model = vramsym.load_model(args.model, args.formulas) if args.model else None
+    free = tuple(f.strip() for f in args.free.split(",") if f.strip())
+    text = vramsym.export(args.regime, args.to, model, _options(args), free, args.term, library=voc.load_library())
+    if args.json:
+        _print_json({"target": args.to, "regime": args.regime, "code": text})
+    else:
+        print(text)
+    return ExitStatus.OK
+
+
+def cmd_measure(args, voc):
+    model = vramsym.load_model(args.model, args.formulas)
+    res = vramsym.measure(model, args.regime, _options(args), _inputs(args), fake=not args.real,
+                          decode_steps=args.decode_steps, library=voc.load_library())
     if args.json:
         print(json.dumps(res, indent=2, default=str))
         return ExitStatus.OK
     m = res["measurement"]
-    print(f"model {res['model']}, regime {res['regime']}, " + ", ".join(f"{k}={_show(v)}" for k, v in res["options"].items()))
+    print(f"model {res['model']}, regime {res['regime']}, " + ", ".join(f"{k}={show(v)}" for k, v in res["options"].items()))
     print(f"measured with PyTorch {m.get('torch_version')} / transformers {m.get('transformers_version')}, "
           f"{'FakeTensorMode' if m.get('fake') else 'real CPU tensors'}; predicted with --overhead none (tensors only)")
     for n in m.get("notes", []):
         print(f"note: {n}")
     print(f"  {'component':<18} {'predicted B':>18} {'measured B':>18} {'error':>9}  note")
-    for r in res["rows"]:
-        err = "" if r["relative_error"] is None else f"{r['relative_error'] * 100:+.2f}%"
-        print(f"  {r['component']:<18} {r['predicted_bytes']:>18,} {r['measured_bytes']:>18,} {err:>9}  {r['note']}")
+    for row in res["rows"]:
+        err = "" if row["relative_error"] is None else f"{row['relative_error'] * 100:+.2f}%"
+        print(f"  {row['component']:<18} {row['predicted_bytes']:>18,} {row['measured_bytes']:>18,} {err:>9}  {row['note']}")
     return ExitStatus.OK
 
 
-def cmd_derive(args, lib) -> int:
-    model = vramsym.load_model(args.model, args.formulas)
-    if args.solve:
-        if not args.gpu:
-            raise InputError("--solve needs --gpu CAPACITY (e.g. 24GB, 24GiB or a GPU name)")
-        capacity, _ = vramsym.resolve_capacity(args.gpu)
-        result = vramsym.solve(args.solve, capacity, model, args.regime, _options(args, lib), _inputs(args), library=lib)
-    else:
-        result = vramsym.estimate(model, args.regime, _options(args, lib), _inputs(args), library=lib)
-    text = vramsym.derive(result, args.format, args.standalone, library=lib)
+def cmd_dtype(args, voc):
+    info = vramsym.explain_dtype(args.name, voc.load_library())
     if args.json:
-        print(json.dumps({"format": args.format, "text": text}, indent=2))
-    else:
-        print(text)
-    return ExitStatus.OK
-
-
-def cmd_export(args, lib) -> int:
-    model = vramsym.load_model(args.model, args.formulas) if args.model else None
-    free = tuple(f.strip() for f in args.free.split(",") if f.strip())
-    text = vramsym.export(args.regime, args.to, model, _options(args, lib), free, args.term, library=lib)
-    if args.json:
-        print(json.dumps({"target": args.to, "regime": args.regime, "code": text}, indent=2))
-    else:
-        print(text)
-    return ExitStatus.OK
-
-
-FIT_SCENARIOS = [
-    ("inference", {"precision": "bf16"}), ("inference", {"precision": "bf16", "kv_dtype": "fp8"}),
-    ("inference", {"quant": "int8"}), ("inference", {"quant": "nf4"}), ("inference", {"quant": "gptq"}),
-    ("inference", {"quant": "q4_k_m"}), ("inference", {"precision": "fp32"}),
-    ("train", {"precision": "mixed_bf16", "optimizer": "adamw"}),
-    ("train", {"precision": "mixed_bf16", "optimizer": "adamw_fused", "checkpointing": "full"}),
-    ("train", {"precision": "bf16", "optimizer": "adamw_fused", "checkpointing": "full"}),
-    ("train", {"precision": "bf16", "optimizer": "adam8bit", "checkpointing": "full"}),
-    ("train", {"precision": "bf16", "optimizer": "sgd", "checkpointing": "full"}),
-    ("train", {"precision": "fp32", "optimizer": "adamw"}),
-    ("lora", {"precision": "bf16"}), ("lora", {"precision": "bf16", "checkpointing": "full"}),
-    ("qlora", {"precision": "bf16"}), ("qlora", {"precision": "bf16", "checkpointing": "full"}),
-]
-
-
-def cmd_fit(args, lib) -> int:
-    from vramsym.capacity import fmt_bytes
-    capacity, desc = vramsym.resolve_capacity(args.gpu)
-    model = vramsym.load_model(args.model, args.formulas)
-    rows = []
-    for regime, opts in FIT_SCENARIOS:
-        est = vramsym.estimate(model, regime, opts, {"batch": args.batch, "seq": args.seq}, library=lib)
-        fits = est.total_bytes <= capacity
-        max_batch = None
-        if fits:
-            try:
-                max_batch = vramsym.solve("batch", capacity, model, regime, opts, {"seq": args.seq}, library=lib).value
-            except VramError:
-                max_batch = None
-        rows.append({"regime": regime, "options": {k: _show(v) for k, v in opts.items()}, "total_bytes": est.total_bytes,
-                     "fits": fits, "headroom_bytes": capacity - est.total_bytes, "max_batch": max_batch})
-    if args.json:
-        print(json.dumps({"model": model.name, "capacity_bytes": capacity, "batch": args.batch, "seq": args.seq,
-                          "scenarios": rows}, indent=2))
-        return ExitStatus.OK
-    print(f"{model.name} on {desc} = {capacity:,} B; batch {args.batch}, seq {args.seq}; sizes in {args.unit}")
-    print(f"  {'regime':<10} {'options':<52} {'total ' + args.unit:>10} {'headroom ' + args.unit:>13}  fits  max batch")
-    for r in rows:
-        opts = ", ".join(f"{k}={v}" for k, v in r["options"].items())
-        print(f"  {r['regime']:<10} {opts:<52} {fmt_bytes(r['total_bytes'], args.unit).split()[0]:>10} "
-              f"{fmt_bytes(r['headroom_bytes'], args.unit).split()[0]:>13}  {'yes ' if r['fits'] else 'no  '}  "
-              f"{r['max_batch'] if r['max_batch'] is not None else '-'}")
-    return ExitStatus.OK
-
-
-def cmd_dtype(args, lib) -> int:
-    from vramsym.dtypes import explain
-    info = explain(args.name, lib)
-    if args.json:
-        print(json.dumps({k: (str(v) if hasattr(v, "denominator") and not isinstance(v, int) else v)
-                          for k, v in info.items()}, indent=2))
+        _print_json({k: (str(v) if hasattr(v, "denominator") and not isinstance(v, int) else v) for k, v in info.items()})
         return ExitStatus.OK
     print(f"{info['name']}: {info.get('source')}")
     if "exponent_bits" in info:
@@ -343,38 +318,29 @@ def cmd_dtype(args, lib) -> int:
     return ExitStatus.OK
 
 
-def cmd_models(args, lib) -> int:
-    from vramsym.models import catalog
-    rows = []
-    for name, path in catalog().items():
-        d = json.loads(path.read_text())
-        m = vramsym.load_model(name)
-        est = vramsym.estimate(m, "inference", inputs={"batch": 1, "seq": 1}, library=lib)
-        p = next(c for c in est.components if c.name == "weights").exact / 2
-        rows.append({"name": name, "hf_id": d.get("hf_id"), "model_type": m.config.get("model_type"),
-                     "params": int(p), "source": d.get("source")})
+def cmd_models(args, voc):
+    rows = vramsym.catalog_models()
     if args.json:
-        print(json.dumps(rows, indent=2))
+        _print_json(rows)
     else:
         for r in rows:
             print(f"{r['name']:<18} {r['params']:>16,} params  {r['model_type']:<12} {r['hf_id']}")
     return ExitStatus.OK
 
 
-def cmd_gpus(args, lib) -> int:
-    from vramsym.gpus import catalog
-    gpus = catalog()
+def cmd_gpus(args, voc):
+    gpus = vramsym.catalog_gpus()
     if args.json:
-        print(json.dumps([{"name": g.name, "memory_mib": g.memory_mib, "capacity_bytes": g.capacity_bytes,
-                           "marketed": g.marketed, "aliases": list(g.aliases), "source": g.source} for g in gpus], indent=2))
+        _print_json(gpus)
     else:
         for g in gpus:
-            print(f"{g.name:<22} {g.memory_mib:>8,} MiB = {g.capacity_bytes / 2**30:7.2f} GiB = "
-                  f"{g.capacity_bytes / 1e9:7.2f} GB  (marketed {g.marketed})")
+            print(f"{g['name']:<22} {g['memory_mib']:>8,} MiB = {g['capacity_bytes'] / 2**30:7.2f} GiB = "
+                  f"{g['capacity_bytes'] / 1e9:7.2f} GB  (marketed {g['marketed']})")
     return ExitStatus.OK
 
 
-def cmd_formulas(args, lib) -> int:
+def cmd_formulas(args, voc):
+    lib = voc.load_library()
     terms = [{"name": t.name, "unit": lib.units.get(t.name), "description": t.description,
               "file": t.span.file, "line": t.span.line, "sources": list(t.sources)} for t in lib.terms.values()]
     regimes = [{"name": r.name, "extends": r.extends, "description": r.description,
@@ -382,7 +348,7 @@ def cmd_formulas(args, lib) -> int:
     options = [{"name": o.name, "choices": list(o.choices), "default": o.default, "description": o.description}
                for o in lib.options.values()]
     if args.json:
-        print(json.dumps({"terms": terms, "regimes": regimes, "options": options}, indent=2))
+        _print_json({"terms": terms, "regimes": regimes, "options": options, "presets": voc.iface["presets"]})
         return ExitStatus.OK
     print("regimes:")
     for r in regimes:
@@ -398,55 +364,51 @@ def cmd_formulas(args, lib) -> int:
     return ExitStatus.OK
 
 
-def cmd_check(args, lib) -> int:
-    from pathlib import Path
-    from vramsym.library import load
-    from vramsym.paths import formulas_dir
-    paths = [formulas_dir()] + [Path(f) for f in args.files]
-    for f in args.files:
-        if not Path(f).exists():
-            raise InputError(f"cannot check '{f}': no such file")
-    checked, diags = load(paths)
+def cmd_check(args, voc):
+    lib, diags = vramsym.check(args.files)
     if args.json:
-        print(json.dumps({"ok": not diags, "diagnostics": [d.to_dict() for d in diags],
-                          "terms": len(checked.terms), "regimes": len(checked.regimes)}, indent=2))
+        _print_json({"ok": not diags, "diagnostics": [d.to_dict() for d in diags],
+                     "terms": len(lib.terms), "regimes": len(lib.regimes)})
     elif diags:
         for d in diags:
-            print(d.render(checked.sources), file=sys.stderr)
+            print(d.render(lib.sources), file=sys.stderr)
     else:
-        print(f"ok: {', '.join(args.files)} ({len(checked.terms)} terms, {len(checked.regimes)} regimes with the bundled formulas)")
+        print(f"ok: {', '.join(args.files)} ({len(lib.terms)} terms, {len(lib.regimes)} regimes with the bundled formulas)")
     return ExitStatus.BAD_INPUT if diags else ExitStatus.OK
 
 
-COMMANDS = {"estimate": cmd_estimate, "solve": cmd_solve, "measure": cmd_measure, "derive": cmd_derive,
-            "export": cmd_export, "dtype": cmd_dtype, "fit": cmd_fit, "models": cmd_models, "gpus": cmd_gpus,
-            "formulas": cmd_formulas, "check": cmd_check}
+HANDLERS = {"estimate": cmd_estimate, "solve": cmd_solve, "fit": cmd_fit, "derive": cmd_derive,
+            "export": cmd_export, "measure": cmd_measure, "dtype": cmd_dtype, "models": cmd_models,
+            "gpus": cmd_gpus, "formulas": cmd_formulas, "check": cmd_check}
 
 
-def _extra_formulas(argv: List[str]) -> List[str]:
-    out = []
-    for i, a in enumerate(argv):
-        if a == "--formulas" and i + 1 < len(argv):
-            out.append(argv[i + 1])
-        elif a.startswith("--formulas="):
-            out.append(a.split("=", 1)[1])
-    return out
+def _pre(argv):
+    """The flags that decide which vocabulary the parser is built from."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--formulas", action="append", default=[])
+    pre.add_argument("--json", action="store_true")
+    known, _ = pre.parse_known_args(argv)
+    return known
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    wants_json = "--json" in argv
+    wants_json = False
     try:
-        lib = vramsym.load_library(_extra_formulas(argv) if (argv[:1] != ["check"]) else ())
-        parser = _parser(lib)
+        pre = _pre(argv)
+        wants_json = pre.json
+        command = next((a for a in argv if not a.startswith("-")), None)
+        from vramsym.runtime import vocabulary
+        voc = vocabulary(pre.formulas if command != "check" else ())
+        p = parser(voc.iface, command if command in HANDLERS else None)
         if not argv:
-            parser.print_help()
+            p.print_help()
             return ExitStatus.USAGE
-        args = parser.parse_args(argv)
+        args = p.parse_args(argv)
         if args.command is None:
-            parser.print_help()
+            p.print_help()
             return ExitStatus.USAGE
-        return int(COMMANDS[args.command](args, lib))
+        return int(HANDLERS[args.command](args, voc))
     except VramError as e:
         status = {DoesNotFit: ExitStatus.DOES_NOT_FIT, SolveError: ExitStatus.NO_SOLUTION}.get(type(e), ExitStatus.BAD_INPUT)
         if wants_json:

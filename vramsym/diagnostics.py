@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional
 
-from .ast import Span
 
 # Messages are constants, phrased "cannot X: why" where it fits.
 MSG_SYNTAX = "{detail}"
@@ -40,18 +39,12 @@ MSG_INCLUDE = "cannot include '{path}': {why}"
 MSG_BAD_UNIT_ONE = "only the number 1 may stand for a unit, got {text}"
 
 
-class VramError(Exception):
-    """Base of every error vramsym raises for bad input."""
-
-    kind = "error"
-
-    def to_dict(self) -> Dict:
-        return {"kind": self.kind, "message": str(self)}
+from .errors import DoesNotFit, InputError, SolveError, VramError, suggest  # noqa: F401  (re-exported)
 
 
 @dataclass(frozen=True)
 class Diagnostic:
-    span: Span
+    span: "Span"
     kind: str  # "syntax", "name", "unit", "definition", "cycle"
     message: str
 
@@ -90,42 +83,3 @@ class FormulaError(VramError):
     def to_dict(self) -> Dict:
         return {"kind": self.kind, "message": str(self),
                 "diagnostics": [d.to_dict() for d in self.diagnostics]}
-
-
-class InputError(VramError):
-    """Bad user input outside formula files: unknown model, bad capacity, ..."""
-
-    kind = "input"
-
-
-class DoesNotFit(VramError):
-    """Nothing fits the capacity, even at the smallest value of the variable."""
-
-    kind = "does_not_fit"
-
-    def __init__(self, message: str, details: Optional[Dict] = None):
-        super().__init__(message)
-        self.details = dict(details or {})
-
-    def to_dict(self) -> Dict:
-        d = super().to_dict()
-        d.update(self.details)
-        return d
-
-
-class SolveError(VramError):
-    """The inverse problem has no well-defined answer (unbounded, non-monotone)."""
-
-    kind = "solve"
-
-
-def suggest(name: str, candidates: Iterable[str], n: int = 3) -> List[str]:
-    import difflib
-    cands = list(candidates)
-    cands = list(dict.fromkeys(cands))
-    out = difflib.get_close_matches(name, cands, n=n, cutoff=0.5)
-    low = name.lower()
-    for c in cands:
-        if low and low in c.lower() and c not in out:
-            out.append(c)
-    return out[:n]

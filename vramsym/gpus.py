@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import List, Tuple
 
 from .capacity import parse_size
-from .diagnostics import InputError, suggest
+from .errors import InputError, suggest
 from .paths import formulas_dir
 
 

@@ -30,6 +30,8 @@ class Library:
     options: Dict[str, A.OptionDecl] = field(default_factory=dict)
     terms: Dict[str, A.TermDef] = field(default_factory=dict)
     regimes: Dict[str, A.RegimeDef] = field(default_factory=dict)
+    presets: Dict[str, A.PresetDef] = field(default_factory=dict)   # option -> its preset
+    fits: List[A.FitDef] = field(default_factory=list)              # rows of `vramsym fit`
     units: Dict[str, str] = field(default_factory=dict)  # name -> readable unit
     sources: Dict[str, str] = field(default_factory=dict)  # file -> text
     files: Tuple[str, ...] = ()
@@ -148,6 +150,47 @@ def _collect(lib: Library, modules: List[A.Module], diags: List[Diagnostic]) -> 
                     diags.append(Diagnostic(st.span, "definition", MSG_DUPLICATE.format(name=st.name, first=_where(lib.regimes[st.name].span))))
                     continue
                 lib.regimes[st.name] = st
+            elif isinstance(st, A.PresetDef):
+                if st.option in lib.presets:
+                    diags.append(Diagnostic(st.span, "definition", MSG_DUPLICATE.format(name=f"preset {st.option}", first=_where(lib.presets[st.option].span))))
+                    continue
+                lib.presets[st.option] = st
+            elif isinstance(st, A.FitDef):
+                lib.fits.append(st)
+
+
+def _check_choices(lib: Library, diags, assigns) -> None:
+    for opt, choice, span in assigns:
+        o = lib.options.get(opt)
+        if o is None:
+            diags.append(Diagnostic(span, "name", MSG_UNKNOWN_OPTION.format(name=opt)))
+        elif choice not in o.choices:
+            diags.append(Diagnostic(span, "name", MSG_UNKNOWN_CHOICE.format(option=opt, choice=choice, choices=", ".join(o.choices))))
+
+
+def _check_presets(lib: Library, diags) -> None:
+    for p in lib.presets.values():
+        o = lib.options.get(p.option)
+        if o is None:
+            diags.append(Diagnostic(p.span, "name", MSG_UNKNOWN_OPTION.format(name=p.option)))
+            continue
+        covered: Set[str] = set()
+        for labels, assigns, span in p.cases:
+            for label in labels:
+                if label not in o.choices:
+                    diags.append(Diagnostic(span, "name", MSG_UNKNOWN_CHOICE.format(option=o.name, choice=label, choices=", ".join(o.choices))))
+                covered.add(label)
+            _check_choices(lib, diags, assigns)
+            for opt, _, span2 in assigns:
+                if opt in lib.presets:
+                    diags.append(Diagnostic(span2, "definition", f"preset '{p.option}' sets '{opt}', which is a preset itself: a preset may only set plain options"))
+        missing = [c for c in o.choices if c not in covered]
+        if missing:
+            diags.append(Diagnostic(p.span, "definition", MSG_MATCH_INCOMPLETE.format(option=f"preset {o.name}", missing=", ".join(missing))))
+    for f in lib.fits:
+        if f.regime not in lib.regimes:
+            diags.append(Diagnostic(f.span, "name", MSG_UNKNOWN_REGIME.format(name=f.regime)))
+        _check_choices(lib, diags, f.options)
 
 
 def _check(lib: Library, diags: List[Diagnostic], units_file: str) -> None:
@@ -195,6 +238,7 @@ def _check(lib: Library, diags: List[Diagnostic], units_file: str) -> None:
         if not t.sources:
             diags.append(Diagnostic(t.span, "definition", MSG_NO_SOURCE.format(name=t.name)))
     _check_regimes(lib, diags, check_expr, declared)
+    _check_presets(lib, diags)
     _check_cycles(lib, diags)
 
 
@@ -260,12 +304,7 @@ def _check_regimes(lib: Library, diags, check_expr, declared) -> None:
                 diags.append(Diagnostic(span, "name", MSG_UNKNOWN_COMPONENT.format(name=name)))
             elif name in declared and fmt(declared[name]) != "byte":
                 diags.append(Diagnostic(span, "unit", MSG_COMPONENT_UNIT.format(name=name, unit=fmt(declared[name]))))
-        for opt, choice, span in r.options:
-            o = lib.options.get(opt)
-            if o is None:
-                diags.append(Diagnostic(span, "name", MSG_UNKNOWN_OPTION.format(name=opt)))
-            elif choice not in o.choices:
-                diags.append(Diagnostic(span, "name", MSG_UNKNOWN_CHOICE.format(option=opt, choice=choice, choices=", ".join(o.choices))))
+        _check_choices(lib, diags, r.options)
         for let in r.lets:
             if let.name not in lib.symbols and let.name not in lib.terms:
                 diags.append(Diagnostic(let.span, "name", MSG_UNKNOWN_NAME.format(name=let.name)))

@@ -12,9 +12,10 @@ from .diagnostics import InputError
 
 TRAIN_REGIMES = ("train", "lora")
 INFER_REGIMES = ("inference", "inference_kv")
-_TRAIN_PRECISION = {"fp32": "fp32", "bf16": "bf16", "mixed_bf16": "bf16-mixed"}
-_INFER_PRECISION = {"fp32": "fp32", "bf16": "bf16", "fp16": "fp16"}
-_OPTIMIZER = {"adamw": "adamw", "adamw_fused": "adamw-fused", "sgd": "sgd", "sgd_momentum": "sgd-momentum"}
+# the recipes the harness can run, spelled as the formula files spell them
+_TRAIN_PRECISION = ("fp32", "bf16", "mixed_bf16")
+_INFER_PRECISION = ("fp32", "bf16", "fp16")
+_OPTIMIZER = ("adamw", "adamw_fused", "sgd", "sgd_momentum")
 _LORA_TARGETS = {"qv": ["q_proj", "v_proj"], "attention": ["q_proj", "k_proj", "v_proj", "o_proj"],
                  "all_linear": "all-linear"}
 
@@ -34,16 +35,16 @@ def measure_args(est, regime: str, fake: bool, decode_steps: int) -> Dict:
     b = int(est.binding.values["b"])
     s = int(est.binding.values["s"])
     if regime in INFER_REGIMES:
-        prec = _INFER_PRECISION.get(opts["precision"])
+        prec = opts["precision"] if opts["precision"] in _INFER_PRECISION else None
         if prec is None or opts.get("quant", "none") != "none":
             raise InputError(f"measure supports inference in {', '.join(_INFER_PRECISION)} without quantization")
         return dict(mode="inference", batch=b, seq=s, precision=prec, attention=opts["attention"],
                     decode_steps=decode_steps, fake=fake, logits_to_keep=1)
     if regime in TRAIN_REGIMES:
-        prec = _TRAIN_PRECISION.get(opts["precision"])
+        prec = opts["precision"] if opts["precision"] in _TRAIN_PRECISION else None
         if prec is None:
             raise InputError(f"measure supports training precisions {', '.join(p.replace('_', '-') for p in _TRAIN_PRECISION)}")
-        opt = _OPTIMIZER.get(opts["optimizer"])
+        opt = opts["optimizer"] if opts["optimizer"] in _OPTIMIZER else None
         if opt is None:
             raise InputError(f"measure supports the optimizers {', '.join(o.replace('_', '-') for o in _OPTIMIZER)} "
                              f"(plain PyTorch); {opts['optimizer']} needs another library")
@@ -59,6 +60,18 @@ def measure_args(est, regime: str, fake: bool, decode_steps: int) -> Dict:
                     checkpointing=opts["checkpointing"] == "full", lora=lora, fake=fake)
     raise InputError(f"measure supports the regimes {', '.join(INFER_REGIMES + TRAIN_REGIMES)}; "
                      f"'{regime}' needs hardware or libraries this machine does not have")
+
+
+def _term_bytes(est, name: str, library) -> int:
+    """A term that is not a component (its value at the estimate's binding), from the composition."""
+    import sympy
+    from .regimes import compose
+    from .results import to_int_bytes
+    import vramsym
+    c = compose(library or vramsym.load_library(), est.regime, dict(est.options))
+    v = c.expanded[name].xreplace({c.symbols[k]: sympy.Rational(x.numerator, x.denominator)
+                                   for k, x in est.binding.values.items()})
+    return to_int_bytes(v)
 
 
 def _comp(est, *names) -> int:
@@ -100,7 +113,7 @@ def compare(model, regime: str = "inference", options: Optional[Mapping[str, str
         row("buffers", _comp(est, "model_buffers"), at_peak.get("buffers", 0))
         row("gradients", _comp(est, "gradients"), step.get("gradients", 0), "at the optimizer step")
         row("optimizer_states", _comp(est, "optimizer_states", "master_weights"), m.get("optimizer_state_bytes", 0))
-        row("optimizer_temporaries", est.term_bytes("optimizer_temporaries"), step.get("optimizer_temporaries", 0))
+        row("optimizer_temporaries", _term_bytes(est, "optimizer_temporaries", library), step.get("optimizer_temporaries", 0))
         row("activations", _comp(est, "activations", "autocast_copies"), fwd_end.get("activations", 0),
             "saved at the end of forward")
         row("inputs", _comp(est, "batch_tensors"), at_peak.get("other", 0))

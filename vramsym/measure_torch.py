@@ -17,7 +17,7 @@ What is *not* counted (these are byte counts of live tensor storages):
     (MemTracker applies that rounding only to CUDA tensors; fake CUDA tensors do
     not work in a CPU-only torch build, so everything here is measured as CPU);
   * kernel-internal scratch memory that is not a tensor.
-Also note: with ``precision="bf16-mixed"`` the CPU autocast policy is used (its
+Also note: with ``precision="mixed_bf16"`` the CPU autocast policy is used (its
 lower-precision op list matches CUDA's for linear/matmul), and SDPA dispatches to
 the CPU flash kernel (which saves a logsumexp of ``b*heads*s`` fp32, like CUDA's
 flash / memory-efficient kernels).
@@ -45,9 +45,9 @@ _CATEGORY_NAMES = {
     "Other": "other",
 }
 
-_TRAIN_PRECISIONS = ("fp32", "bf16-mixed", "bf16")
+_TRAIN_PRECISIONS = ("fp32", "mixed_bf16", "bf16")
 _INFER_PRECISIONS = ("fp32", "bf16", "fp16")
-_OPTIMIZERS = ("adamw", "adamw-fused", "sgd", "sgd-momentum")
+_OPTIMIZERS = ("adamw", "adamw_fused", "sgd", "sgd_momentum")
 
 
 # ----------------------------------------------------------------------------
@@ -66,7 +66,7 @@ def _dtype(name: str):
     import torch
 
     return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16,
-            "bf16-mixed": torch.float32}[name]
+            "mixed_bf16": torch.float32}[name]
 
 
 def _storage_bytes(tensors) -> int:
@@ -289,10 +289,10 @@ def measure(config: dict, *, mode: str,
         "hidden_size": 4096, ...}``); the model is built from it with random weights.
     mode: ``"train"`` or ``"inference"``.
     precision: inference: weight dtype ``fp32|bf16|fp16``.  train: ``fp32`` (everything fp32),
-        ``bf16-mixed`` (fp32 params/grads/optimizer, forward+backward under ``torch.autocast(bf16)``),
+        ``mixed_bf16`` (fp32 params/grads/optimizer, forward+backward under ``torch.autocast(bf16)``),
         ``bf16`` (pure bf16 params, grads and optimizer states).
-    optimizer: ``adamw`` (foreach, as torch defaults to on GPU), ``adamw-fused``, ``sgd`` (no state),
-        ``sgd-momentum`` (momentum 0.9, foreach).
+    optimizer: ``adamw`` (foreach, as torch defaults to on GPU), ``adamw_fused``, ``sgd`` (no state),
+        ``sgd_momentum`` (momentum 0.9, foreach).
     attention: ``eager`` or ``sdpa``.
     checkpointing: HF ``gradient_checkpointing_enable(use_reentrant=False)``.
     lora: peft LoRA settings, e.g. ``{"r": 8, "alpha": 16, "target_modules": ["q_proj", "v_proj"]}``
@@ -495,11 +495,11 @@ def _make_optimizer(name: str, params):
 
     if name == "adamw":
         return torch.optim.AdamW(params, lr=1e-4, foreach=True)
-    if name == "adamw-fused":
+    if name == "adamw_fused":
         return torch.optim.AdamW(params, lr=1e-4, fused=True)
     if name == "sgd":
         return torch.optim.SGD(params, lr=1e-4, foreach=True)
-    if name == "sgd-momentum":
+    if name == "sgd_momentum":
         return torch.optim.SGD(params, lr=1e-4, momentum=0.9, foreach=True)
     raise ValueError(name)
 
@@ -530,7 +530,7 @@ def _measure_train(hf_cfg, *, batch, seq, precision, optimizer, attention, check
     ids = torch.randint(0, vocab, (batch, seq))
     labels = ids.clone()
 
-    if precision == "bf16-mixed":
+    if precision == "mixed_bf16":
         def autocast():
             return torch.autocast("cpu", dtype=torch.bfloat16)
     else:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from .diagnostics import InputError, suggest
+from .errors import InputError, suggest
 from .paths import formulas_dir
 
 

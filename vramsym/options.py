@@ -1,55 +1,103 @@
-"""Regime inheritance chains and option resolution (no sympy: the fast path uses this too)."""
+"""The library's vocabulary as plain data, and option resolution over it (no sympy, no AST).
+
+``interface_of(library)`` keeps what the command line and the warm path need from a
+checked library without loading it again: every option (choices, default, config
+fields), every preset, every regime (its chain and the options it sets) and every
+symbol's command-line name. It is JSON, so the cache stores it as data.
+"""
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Optional
-
-from . import ast as A
-from .diagnostics import InputError, suggest
-from .library import Library
+from .errors import InputError, suggest
 
 
-def regime_chain(lib: Library, name: str) -> List[A.RegimeDef]:
-    if name not in lib.regimes:
-        hint = suggest(name, lib.regimes)
+def interface_of(lib) -> dict:
+    cached = getattr(lib, "_interface", None)
+    if cached is not None:
+        return cached
+    iface = {
+        "options": {n: {"choices": list(o.choices), "default": o.default, "description": o.description,
+                        "keys": list(o.config_keys)} for n, o in lib.options.items()},
+        "presets": {n: {"choices": {label: [[o, c] for o, c, _ in assigns]
+                                    for labels, assigns, _ in p.cases for label in labels}}
+                    for n, p in lib.presets.items()},
+        "regimes": {n: {"extends": r.extends, "description": r.description, "labels": list(r.labels),
+                        "sets": [[o, c] for o, c, _ in r.options]} for n, r in lib.regimes.items()},
+        "fits": [[f.regime, {o: c for o, c, _ in f.options}] for f in lib.fits],
+        "symbols": {n: {"alias": d.alias, "description": d.description, "domain": d.domain}
+                    for n, d in lib.symbols.items()},
+    }
+    lib._interface = iface
+    return iface
+
+
+def regime_names(iface: dict, name: str) -> list:
+    """The chain of regime names, root first."""
+    regimes = iface["regimes"]
+    if name not in regimes:
+        hint = suggest(name, regimes)
         raise InputError(f"unknown regime '{name}'" + (f"; did you mean {', '.join(hint)}?" if hint else
-                                                        f"; known regimes: {', '.join(sorted(lib.regimes))}"))
-    chain, cur = [], lib.regimes[name]
-    while True:
+                                                        f"; known regimes: {', '.join(sorted(regimes))}"))
+    chain, cur = [], name
+    while cur is not None:
         chain.append(cur)
-        if cur.extends is None:
-            break
-        cur = lib.regimes[cur.extends]
+        cur = regimes[cur]["extends"]
     return list(reversed(chain))
 
 
-def resolve_options(lib: Library, chain: List[A.RegimeDef], user: Mapping[str, str],
-                    config: Optional[Mapping] = None) -> Dict[str, str]:
-    """Declared default < the model's config (``from``) < the regime's ``set`` < the user's choice."""
-    opts = {name: o.default for name, o in lib.options.items()}
-    for name, o in lib.options.items():
+def _check_choice(iface: dict, name: str, choice: str, where: str) -> None:
+    opts = iface["options"]
+    if name not in opts:
+        hint = suggest(name, opts)
+        raise InputError(f"unknown option '{name}'" + (f"; did you mean {', '.join(hint)}?" if hint else
+                                                       f"; options are {', '.join(sorted(opts))}"))
+    if choice not in opts[name]["choices"]:
+        raise InputError(f"{where}: option {name.replace('_', '-')} has no choice '{choice.replace('_', '-')}': "
+                         f"choices are {', '.join(c.replace('_', '-') for c in opts[name]['choices'])}")
+
+
+def resolve_options(iface: dict, regime: str, user: dict, config=None) -> dict:
+    """Declared default < the model's config (``from``) < the regime's ``set`` < the user's choice.
+
+    A preset option (``precision``) is a named bundle: choosing it, at any of these levels,
+    sets the options it stands for at that level; an option the user names directly wins
+    over the preset the user also chose."""
+    opts = iface["options"]
+    presets = iface.get("presets", {})
+    out = {n: o["default"] for n, o in opts.items()}
+
+    def apply(name, choice, level):
+        out[name] = choice
+        p = presets.get(name)
+        if p is not None:
+            for target, value in p["choices"][choice]:
+                if not (level == "user" and target in user):
+                    out[target] = value
+
+    for name, o in opts.items():
+        if name not in presets:
+            continue
+        apply(name, o["default"], "default")
+    for name, o in opts.items():
         if name in user:
             continue
-        for key in o.config_keys:
+        for key in o["keys"]:
             value = (config or {}).get(key)
             if value is None:
                 continue
-            if str(value) not in o.choices:
+            if not isinstance(value, str) or value not in o["choices"]:
                 raise InputError(f"model config field '{key}' is {value!r}, which is not a choice of option "
-                                 f"'{name}' ({', '.join(o.choices)})")
-            opts[name] = str(value)
+                                 f"'{name}' ({', '.join(o['choices'])})")
+            apply(name, value, "config")
             break
-    for r in chain:
-        for name, choice, _ in r.options:
-            opts[name] = choice
+    for r in regime_names(iface, regime):
+        for name, choice in iface["regimes"][r]["sets"]:
+            apply(name, choice, "regime")
     for name, choice in user.items():
-        if name not in lib.options:
-            hint = suggest(name, lib.options)
-            raise InputError(f"unknown option '{name}'" + (f"; did you mean {', '.join(hint)}?" if hint else
-                                                           f"; options are {', '.join(sorted(lib.options))}"))
-        o = lib.options[name]
-        if choice not in o.choices:
-            raise InputError(f"option '{name}' has no choice '{choice}': choices are {', '.join(o.choices)}")
-        opts[name] = choice
-    return opts
-
-
+        _check_choice(iface, name, choice, "the command line")
+    for name, choice in user.items():   # presets first, so that a named option wins over its preset
+        if name in presets:
+            apply(name, choice, "user")
+    for name, choice in user.items():
+        if name not in presets:
+            out[name] = choice
+    return out

@@ -115,11 +115,30 @@ class _Builder(Transformer):
         if rest and isinstance(rest[0], Token) and rest[0].type == "NAME":
             extends = str(rest.pop(0))
         desc = self._str(rest.pop(0))
-        add, drop, lets, opts, sources = [], [], [], [], []
+        add, drop, lets, opts, sources, labels = [], [], [], [], [], []
         for kind, value in rest:
-            {"add": add, "drop": drop, "let": lets, "set": opts, "source": sources}[kind].extend(value)
+            {"add": add, "drop": drop, "let": lets, "set": opts, "source": sources, "label": labels}[kind].extend(value)
         return A.RegimeDef(name, extends, desc, self._span(meta), tuple(add), tuple(drop),
-                           tuple(lets), tuple(opts), tuple(sources))
+                           tuple(lets), tuple(opts), tuple(sources), tuple(labels))
+
+    def regime_label(self, items):
+        return ("label", [str(items[0])])
+
+    @v_args(meta=True)
+    def preset_def(self, meta, items):
+        return A.PresetDef(str(items[0]), tuple(items[1:]), self._span(meta))
+
+    @v_args(meta=True)
+    def preset_case(self, meta, items):
+        labels = tuple(str(i) for i in items if isinstance(i, Token))
+        return (labels, tuple(i for i in items if not isinstance(i, Token)), self._span(meta))
+
+    def assign(self, items):
+        return (str(items[0]), str(items[1]), self._tspan(items[1]))
+
+    @v_args(meta=True)
+    def fit_def(self, meta, items):
+        return A.FitDef(str(items[0]), tuple(items[1:]), self._span(meta))
 
     def add_components(self, items):
         return ("add", [(str(t), self._tspan(t)) for t in items])

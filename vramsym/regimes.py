@@ -17,7 +17,11 @@ from . import ast as A
 from .build import make_symbol, placeholder, to_sympy
 from .diagnostics import MSG_CYCLE, InputError
 from .library import Library, find_cycle, names_in
-from .options import regime_chain, resolve_options  # noqa: F401  (re-exported)
+from .options import interface_of, regime_names, resolve_options
+
+
+def regime_chain(lib: Library, name: str) -> List[A.RegimeDef]:
+    return [lib.regimes[n] for n in regime_names(interface_of(lib), name)]
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,7 @@ def compose(lib: Library, name: str, options: Mapping[str, str] = (),
             config: Optional[Mapping] = None) -> Composed:
     """Compose regime ``name``; ``config`` is the model's config, read by options declared ``from``."""
     chain = regime_chain(lib, name)
-    opts = resolve_options(lib, chain, dict(options), config)
+    opts = resolve_options(interface_of(lib), name, dict(options), config)
     components: List[str] = []
     lets: Dict[str, A.Let] = {}
     for r in chain:

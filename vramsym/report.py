@@ -1,44 +1,29 @@
 """Results as plain data, and their human rendering (tables with GiB and GB).
 
-The engine's results and the fast path's both become the same dicts, so every
-run prints the same text whichever path computed it.
+The results of the compiled regime (vramsym.results) become plain dicts: ``--json``
+prints them, the tables below render them.
 """
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Dict, List, Optional
 
-from .capacity import fmt_both, fmt_bytes, to_int_bytes
+from .capacity import fmt_both, fmt_bytes
 
 
 def show(choice: str) -> str:
     return choice.replace("_", "-")
 
 
-def components_data(items, exact_total: Fraction) -> List[Dict]:
-    """items: (name, description, exact bytes, formula text, sources, definition text)."""
-    rows = []
-    for name, desc, exact, formula, sources, definition in items:
-        rows.append({"name": name, "description": desc, "bytes": to_int_bytes(exact),
-                     "share": float(exact / exact_total) if exact_total else 0.0,
-                     "definition": definition, "formula": formula, "sources": list(sources)})
-    return rows
-
-
-def make_estimate_data(model, params, regime, description, options, inputs, notes, items) -> Dict:
-    total = sum((i[2] for i in items), Fraction(0))
-    return {"model": model, "regime": regime, "description": description, "params": params,
-            "options": {k: show(v) for k, v in options}, "inputs": {k: str(v) for k, v in sorted(inputs.items())},
-            "total_bytes": to_int_bytes(total), "components": components_data(items, total), "notes": list(notes)}
-
-
 def estimate_data(est) -> Dict:
-    defs = est.composed.definitions if est.composed is not None else {}
-    items = [(c.name, c.description, c.exact, str(c.expr), c.sources, str(defs.get(c.name, c.expr)))
-             for c in est.components]
-    inputs = {k: v for k, v in est.binding.values.items() if est.binding.provenance[k] == "input"}
-    return make_estimate_data(est.model, est.params, est.regime, est.description,
-                              [(k, v) for k, v in est.options if k in est.used_options], inputs, est.notes, items)
+    total = est.exact_total
+    rows = [{"name": c.name, "description": c.description, "bytes": c.bytes,
+             "share": float(c.exact / total) if total else 0.0, "definition": c.definition,
+             "formula": c.formula, "sources": list(c.sources)} for c in est.components]
+    used = set(est.used_options)
+    return {"model": est.model, "regime": est.regime, "description": est.description, "params": est.params,
+            "options": {k: show(v) for k, v in est.options if k in used},
+            "inputs": {k: str(v) for k, v in sorted(est.inputs.items())},
+            "total_bytes": est.total_bytes, "components": rows, "notes": list(est.notes)}
 
 
 def with_capacity(data: Dict, capacity: Optional[int]) -> Dict:
@@ -49,10 +34,11 @@ def with_capacity(data: Dict, capacity: Optional[int]) -> Dict:
 
 
 def solution_data(sol, cap_desc: str) -> Dict:
+    est = sol.estimate
     return {"variable": sol.alias, "symbol": sol.variable, "value": sol.value, "total_bytes": sol.total_bytes,
             "capacity_bytes": sol.capacity_bytes, "headroom_bytes": sol.capacity_bytes - sol.total_bytes,
-            "next_total_bytes": sol.next_total_bytes, "method": sol.method, "equation": str(sol.equation),
-            "estimate": estimate_data(sol.estimate), "capacity_description": cap_desc}
+            "next_total_bytes": sol.next_total_bytes, "step_bytes": sol.next_total_bytes - sol.total_bytes,
+            "method": sol.method, "estimate": estimate_data(est), "capacity_description": cap_desc}
 
 
 def _sizes(n: int, unit: Optional[str]) -> str:
@@ -95,6 +81,7 @@ def print_solution(d: Dict, unit: Optional[str], out) -> None:
     print(f"capacity: {d['capacity_description']} = {d['capacity_bytes']:,} B = {_sizes(d['capacity_bytes'], unit)}", file=out)
     print(f"total at {d['variable']}={d['value']}: {d['total_bytes']:,} B = {_sizes(d['total_bytes'], unit)}; "
           f"at {d['value'] + 1}: {d['next_total_bytes']:,} B = {_sizes(d['next_total_bytes'], unit)} (over)", file=out)
-    print(f"M({d['symbol']}) = {d['equation']}   [bytes; {d['method']}]", file=out)
+    print(f"one more {d['variable']} adds {d['step_bytes']:,} B there ({d['method']} over the compiled formulas; "
+          f"`vramsym derive --solve` shows the closed form)", file=out)
     print(file=out)
     print_estimate(d["estimate"], unit, out, d["capacity_bytes"])

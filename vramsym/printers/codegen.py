@@ -58,6 +58,7 @@ class Prepared:
     args: Tuple[str, ...]              # symbol names, sorted
     bound: Dict[str, Fraction]
     terms: Tuple[str, ...]             # terms reached by the exported entries (for their sources)
+    defaults: Dict[str, Tuple[Tuple[str, ...], sympy.Expr]] = None  # symbol -> (its arguments, default)
 
 
 def _rational(v) -> sympy.Rational:
@@ -89,7 +90,7 @@ def _reached(composed, roots: Sequence[str]) -> List[str]:
 
 
 def prepare(composed, lib, binding_values: Optional[Mapping[str, object]] = None,
-            term: Optional[str] = None) -> Prepared:
+            term: Optional[str] = None, with_params: bool = False) -> Prepared:
     bound: Dict[str, Fraction] = {}
     subs: Dict[sympy.Symbol, sympy.Rational] = {}
     for k, v in (binding_values or {}).items():
@@ -118,10 +119,31 @@ def prepare(composed, lib, binding_values: Optional[Mapping[str, object]] = None
         entries.append(Entry(k, f"{regime}_{k}", composed.expanded[k].xreplace(subs),
                              t.description if t else f"{k} (regime override)",
                              lib.units.get(k, "byte"), tuple(t.sources) if t else ()))
+    if with_params and "P" in composed.expanded:
+        entries.append(Entry("P", f"{regime}_params", composed.expanded["P"].xreplace(subs),
+                             "parameters of the model", "parameter", ()))
     args = sorted({s.name for e in entries for s in e.expr.free_symbols})
     reached = _reached(composed, list(composed.components) if term is None else [term])
     return Prepared(regime, composed.description, composed.options, tuple(entries), tuple(args), bound,
-                    tuple(reached))
+                    tuple(reached), _defaults(composed, lib, args, bound))
+
+
+def _defaults(composed, lib, args, bound) -> Dict[str, Tuple[Tuple[str, ...], sympy.Expr]]:
+    """Default expressions of the free symbols (and of the symbols those defaults read), in order."""
+    from ..build import to_sympy
+    from ..library import names_in
+    out: Dict[str, Tuple[Tuple[str, ...], sympy.Expr]] = {}
+    todo = [a for a in args if a in lib.symbols]
+    while todo:
+        n = todo.pop(0)
+        d = lib.symbols[n]
+        if n in out or n in bound or d.default is None:
+            continue
+        e = to_sympy(d.default, lambda x: composed.symbols[x], dict(composed.options))
+        deps = tuple(sorted(s.name for s in e.free_symbols))
+        out[n] = (deps, e)
+        todo.extend(x.name for x in names_in(d.default) if x.name in lib.symbols)
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -171,7 +193,9 @@ class _DivideLast:
 
 
 class ExactPythonPrinter(_Renaming, PythonCodePrinter):
-    """Pure Python, exact: rationals as ``Fraction(p, q)`` (integers stay ``int``)."""
+    """Pure Python, exact over ``int`` and ``Fraction`` arguments: rationals print as
+    ``Fraction(p, q)``, every quotient as ``Fraction(numerator, denominator)`` (never ``/``,
+    which would turn two ints into a float), integers stay ``int`` (fast arithmetic)."""
 
     def __init__(self, renames, settings=None):
         super().__init__(dict(settings or {}, fully_qualified_modules=True))
@@ -179,6 +203,30 @@ class ExactPythonPrinter(_Renaming, PythonCodePrinter):
 
     def _print_Rational(self, expr):
         return f"Fraction({expr.p}, {expr.q})"
+
+    def _print_Mul(self, expr):
+        num, den = [], []
+        for f in sympy.Mul.make_args(expr):
+            if f.is_Pow and f.exp.is_Integer and f.exp < 0:
+                den.append(f.base ** -f.exp)
+            elif f.is_Rational and not f.is_Integer:
+                num.append(sympy.Integer(f.p))
+                den.append(sympy.Integer(f.q))
+            else:
+                num.append(f)
+        if not den:
+            return super()._print_Mul(expr)
+        num = [x for x in num if x != 1]
+        n = sympy.Mul(*num, evaluate=False) if len(num) > 1 else (num[0] if num else sympy.Integer(1))
+        d = sympy.Mul(*den, evaluate=False) if len(den) > 1 else den[0]
+        return f"Fraction({self._print(n)}, {self._print(d)})"
+
+    def _print_Pow(self, expr, rational=False):
+        if not expr.exp.is_Integer:
+            raise InputError(f"cannot compile {expr} exactly: only whole-number powers have exact values")
+        if expr.exp < 0:
+            return f"Fraction(1, {self._print(expr.base ** -expr.exp)})"
+        return super()._print_Pow(expr, rational)
 
     def _print_Half(self, expr):
         return self._print_Rational(expr)
@@ -251,7 +299,9 @@ def _py_module_head(p: Prepared, lib, target: str, ren, note, imports) -> List[s
             + ["", f"__all__ = {[e.func for e in p.entries]!r}", f"ARGUMENTS = {list(ren[a] for a in p.args)!r}", ""])
 
 
-def _python(p: Prepared, lib) -> str:
+def python_module(p: Prepared, lib) -> str:
+    """Each function ``f`` is a thin wrapper that makes its arguments exact and calls ``_f``, the
+    exact arithmetic over ``int``/``Fraction`` values that vramsym's compiled regimes run."""
     ren = {a: _safe(a, _PY_RESERVED) for a in p.args}
     pr = ExactPythonPrinter(ren)
     params = ", ".join(ren[a] for a in p.args)
@@ -265,14 +315,23 @@ def _python(p: Prepared, lib) -> str:
            "    return value.numerator if value.denominator == 1 else value",
            ""]
     for e in p.entries:
-        out += ["", f"def {e.func}({params}):",
-                f'    """{e.description} [{e.unit}]."""'.replace("\\", "\\\\")]
-        if p.args:
-            out.append(f"    {params}{',' if len(p.args) == 1 else ''} = "
-                       + ", ".join(f"Fraction({ren[a]})" for a in p.args))
-        out.append(f"    return _exact({pr.doprint(e.expr)})")
-        out.append("")
+        call = f"_{e.func}(" + ", ".join(f"_exact({ren[a]})" for a in p.args) + ")"
+        out += ["", f"def {e.func}({params}):", "    " + py_docstring(f"{e.description} [{e.unit}]."),
+                f"    return _exact({call})", "",
+                "", f"def _{e.func}({params}):", f"    return {pr.doprint(e.expr)}", ""]
+    if p.defaults:
+        out += ["", "# defaults of symbols a model's config may leave out (symbol: its arguments)"]
+        for name, (deps, expr) in p.defaults.items():
+            dren = {d: _safe(d, _PY_RESERVED) for d in deps}
+            out += ["", f"def _default_{name}({', '.join(dren[d] for d in deps)}):",
+                    f"    return {ExactPythonPrinter(dren).doprint(expr)}", ""]
+        out += [f"DEFAULTS = {{{', '.join(f'{n!r}: {tuple(d)!r}' for n, (d, _) in p.defaults.items())}}}", ""]
     return "\n".join(out)
+
+
+def py_docstring(text: str) -> str:
+    """A Python string literal for ``text`` that ends where it should whatever ``text`` holds."""
+    return repr(text)
 
 
 def _numpy(p: Prepared, lib) -> str:
@@ -428,7 +487,7 @@ def _latex(p: Prepared, lib) -> str:
     return "\n".join(lines)
 
 
-_EMIT = {"python": _python, "numpy": _numpy, "javascript": _javascript, "js": _javascript,
+_EMIT = {"python": python_module, "numpy": _numpy, "javascript": _javascript, "js": _javascript,
          "c": _c, "json": _json, "latex": _latex}
 
 

@@ -212,12 +212,13 @@ def _provenance(p: str) -> Inline:
 
 
 def blocks(result, lib) -> List[Block]:
-    """The derivation of an :class:`~vramsym.engine.Estimate` or :class:`~vramsym.engine.Solution`
-    as blocks, in the order of its ``steps``; nothing is recomputed but the display of sizes."""
-    from ..engine import Solution
+    """The derivation of an :class:`~vramsym.results.Estimate` or :class:`~vramsym.results.Solution`
+    as blocks, in the order of its steps (vramsym.steps)."""
+    from ..results import Solution
+    from ..steps import derivation_steps
     sol = result if isinstance(result, Solution) else None
     est = sol.estimate if sol is not None else result
-    steps = list(result.steps)
+    steps = derivation_steps(result, lib)
     P = VramLatexPrinter(lib)
     out: List[Block] = []
     M = "M"

@@ -1,0 +1,98 @@
+"""Binding: give every symbol a compiled regime reads an exact value, once, with its origin.
+
+Order of precedence: the user's input (by symbol name or command-line alias), then the
+model's config fields (``from``), then the symbol's default (compiled with the regime).
+Every value is checked against its symbol's domain here and nowhere else.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from .errors import InputError, suggest
+from .values import domain_problem, to_fraction
+
+
+def exact(value, what: str):
+    """``value`` as an exact number (``int`` when whole, else ``Fraction``)."""
+    v = to_fraction(value)
+    if v is None:
+        raise InputError(f"{what} is {value!r}, not a number")
+    return v.numerator if v.denominator == 1 else v
+
+
+def _shown(name, m):
+    return m["alias"] or name
+
+
+def user_values(compiled, inputs, known=()) -> tuple:
+    """Split ``inputs`` into (symbol -> value for this regime, names this regime does not read)."""
+    user, unused = {}, []
+    for k, v in inputs.items():
+        n = compiled.symbol(k)
+        if n is None:
+            if k in known:
+                unused.append(k)
+                continue
+            hint = suggest(k, [m["alias"] or s for s, m in compiled.symbols.items()] + list(known))
+            raise InputError(f"unknown input '{k}'" + (f"; did you mean {', '.join(hint)}?" if hint else ""))
+        if n in compiled.overridden:
+            raise InputError(f"{k} is fixed by regime '{compiled.regime}' (a `let` in its chain): "
+                             f"it cannot also be given as an input")
+        user[n] = v
+    return user, unused
+
+
+def bind(compiled, config, inputs, exclude=(), base=None, source="") -> tuple:
+    """(values, provenance) for every symbol of ``compiled`` but ``exclude``.
+
+    ``inputs``: symbol name -> value (see :func:`user_values`); ``base``: values already
+    bound (with their provenance) that inputs do not replace."""
+    values, prov = ({}, {}) if base is None else (dict(base[0]), dict(base[1]))
+    for n in inputs:
+        values.pop(n, None)
+    cfg = config or {}
+    symbols = compiled.symbols
+
+    def value_of(name, stack):
+        if name in values:
+            return values[name]
+        m = symbols[name]
+        if name in inputs:
+            v, origin = exact(inputs[name], f"input {_shown(name, m)}"), "input"
+        else:
+            key = next((k for k in m["keys"] if cfg.get(k) is not None), None)
+            if key is not None:
+                raw = cfg[key]
+                if isinstance(raw, (list, dict)):
+                    raise InputError(f"model config field '{key}' is a {type(raw).__name__}, not a number "
+                                     f"(needed for {m['description']})")
+                v, origin = exact(raw, f"model config field '{key}'"), f"config:{key}"
+            elif m["default"] is not None:
+                if name in stack:
+                    raise InputError(f"cyclic defaults: {' -> '.join(stack + (name,))}")
+                args = [value_of(d, stack + (name,)) for d in m["default"]]
+                v = Fraction(compiled.defaults[name](*args))
+                v, origin = (v.numerator if v.denominator == 1 else v), "default"
+            elif m["keys"]:
+                where = (f"the model config ({source}) has none of the fields {', '.join(m['keys'])}"
+                         if config is not None else "no model was given")
+                raise InputError(f"missing value for {_shown(name, m)} ({m['description']}): {where}")
+            else:
+                flag = _shown(name, m)
+                how = f"--{flag} N" if m["alias"] else f"--set {name}=VALUE"
+                raise InputError(f"missing value for {flag} ({m['description']}): give it with {how}")
+        bad = domain_problem(m["domain"], Fraction(v))
+        if bad:
+            where = "the input" if origin == "input" else origin
+            raise InputError(f"{_shown(name, m)} ({m['description']}) must be {bad}, got {v} from {where}")
+        values[name] = v
+        prov[name] = origin
+        return v
+
+    for n in compiled.args:
+        if n not in exclude:
+            value_of(n, ())
+    for n in inputs:
+        if n not in values and n not in exclude:
+            value_of(n, ())
+    return values, prov

@@ -1,0 +1,96 @@
+"""Stage 5: the compiled regime, the only thing that turns bound numbers into bytes.
+
+``compile_regime(lib, composed)`` runs once per regime and resolved options (sympy is
+needed there): it prints the composed regime with the exact Python printer of
+``export --to python`` (the same code that command prints) and records the symbol
+table binding needs. The result is plain data (JSON), which :mod:`vramsym.cache`
+persists. ``CompiledRegime(data)`` runs that code; binding (:mod:`vramsym.bind`),
+evaluation and the inverse solve (:mod:`vramsym.inverse`) then need no sympy.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+FORMAT = 1
+
+
+def compile_regime(lib, composed) -> dict:
+    """The compiled regime as data: its code and its symbol table."""
+    from .printers.codegen import prepare, python_module
+    from .regimes import used_options
+    prep = prepare(composed, lib, None, None, with_params=True)
+    needed = set(prep.args)
+    for deps, _ in prep.defaults.values():
+        needed |= set(deps)
+    symbols = {}
+    for n in sorted(needed):
+        d = lib.symbols[n]
+        symbols[n] = {"alias": d.alias, "domain": d.domain, "keys": list(d.config_keys),
+                      "description": d.description, "unit": lib.units.get(n, "1"),
+                      "default": list(prep.defaults[n][0]) if n in prep.defaults else None}
+    funcs = {e.key: "_" + e.func for e in prep.entries}
+    comps = []
+    for c in composed.components:
+        t = lib.terms[c]
+        comps.append({"name": c, "func": funcs[c], "description": t.description, "unit": lib.units.get(c, "byte"),
+                      "sources": list(t.sources), "definition": str(composed.definitions[c]),
+                      "formula": str(composed.expanded[c])})
+    used = used_options(lib, composed)
+    used += sorted(p for p, d in lib.presets.items()      # a preset is in effect when what it sets is
+                   if any(o in used for _, assigns, _ in d.cases for o, _, _ in assigns))
+    return {"format": FORMAT, "regime": composed.regime, "description": composed.description,
+            "chain": list(composed.chain), "options": [list(kv) for kv in composed.options],
+            "used_options": sorted(used), "overridden": list(composed.overridden),
+            "args": list(prep.args), "symbols": symbols, "components": comps, "total": funcs["total"],
+            "params": funcs.get("P"), "code": python_module(prep, lib)}
+
+
+class CompiledRegime:
+    """A regime compiled to exact arithmetic: ``total(values)`` and ``components(values)``
+    over a dict of exact values (``int`` or ``Fraction``) for ``args``."""
+
+    __slots__ = ("data", "regime", "description", "options", "used_options", "symbols", "args",
+                 "components", "overridden", "_total", "_parts", "_params", "defaults")
+
+    def __init__(self, data: dict):
+        if data.get("format") != FORMAT:
+            raise ValueError("compiled regime of another format")
+        ns: dict = {}
+        # vramsym's own generated module: built in this process by compile_regime, or read
+        # back from the private cache after its keyed hash was verified (vramsym.cache)
+        exec(compile(data["code"], f"<vramsym regime {data['regime']}>", "exec"), ns)
+        self.data = data
+        self.regime = data["regime"]
+        self.description = data["description"]
+        self.options = tuple((k, v) for k, v in data["options"])
+        self.used_options = tuple(data["used_options"])
+        self.symbols = data["symbols"]
+        self.args = tuple(data["args"])
+        self.components = data["components"]
+        self.overridden = tuple(data["overridden"])
+        self._total = ns[data["total"]]
+        self._parts = tuple(ns[c["func"]] for c in data["components"])
+        self._params = ns[data["params"]] if data.get("params") else None
+        self.defaults = {n: ns["_default_" + n] for n, m in self.symbols.items() if m["default"] is not None}
+
+    def _args(self, values):
+        return [values[a] for a in self.args]
+
+    def total(self, values) -> Fraction:
+        return Fraction(self._total(*[values[a] for a in self.args]))
+
+    def parts(self, values):
+        a = self._args(values)
+        return [Fraction(f(*a)) for f in self._parts]
+
+    def params(self, values):
+        return None if self._params is None else int(self._params(*self._args(values)))
+
+    def symbol(self, name_or_alias: str):
+        """The symbol name for a name or a command-line alias, or None."""
+        if name_or_alias in self.symbols:
+            return name_or_alias
+        for n, m in self.symbols.items():
+            if m["alias"] == name_or_alias:
+                return n
+        return None

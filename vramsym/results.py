@@ -1,0 +1,103 @@
+"""Results as values: an :class:`Estimate` (components in exact bytes) and a :class:`Solution`.
+
+Plain classes with ``__slots__`` (cheap to import and to build, since an embedding
+tool may make a million of them). Sizes are exact ``Fraction``\\ s; ``bytes`` and
+``total_bytes`` round up to whole bytes.
+"""
+from __future__ import annotations
+
+
+def to_int_bytes(value) -> int:
+    """Round a byte figure up to a whole byte (memory is allocated in whole bytes)."""
+    n, d = value.numerator, value.denominator
+    return -((-n) // d)
+
+
+class Binding:
+    __slots__ = ("values", "provenance")
+
+    def __init__(self, values, provenance):
+        self.values, self.provenance = values, provenance
+
+
+class Component:
+    __slots__ = ("name", "description", "unit", "exact", "sources", "definition", "formula")
+
+    def __init__(self, meta, exact):
+        self.name, self.description, self.unit = meta["name"], meta["description"], meta["unit"]
+        self.sources, self.definition, self.formula = tuple(meta["sources"]), meta["definition"], meta["formula"]
+        self.exact = exact
+
+    @property
+    def bytes(self) -> int:
+        return to_int_bytes(self.exact)
+
+    def __repr__(self):
+        return f"Component({self.name}={self.bytes:,} B)"
+
+
+class Estimate:
+    """The memory of one configuration. ``total_bytes`` (int) is what the CLI prints."""
+    __slots__ = ("compiled", "model", "binding", "exact_total", "notes", "_components")
+
+    def __init__(self, compiled, model, binding, exact_total, notes=()):
+        self.compiled, self.model, self.binding = compiled, model, binding
+        self.exact_total, self.notes, self._components = exact_total, tuple(notes), None
+
+    regime = property(lambda self: self.compiled.regime)
+    description = property(lambda self: self.compiled.description)
+    options = property(lambda self: self.compiled.options)
+    used_options = property(lambda self: self.compiled.used_options)
+
+    @property
+    def total_bytes(self) -> int:
+        return to_int_bytes(self.exact_total)
+
+    @property
+    def components(self):
+        if self._components is None:
+            parts = self.compiled.parts(self.binding.values)
+            self._components = tuple(Component(m, v) for m, v in zip(self.compiled.components, parts))
+        return self._components
+
+    @property
+    def params(self):
+        return self.compiled.params(self.binding.values)
+
+    @property
+    def inputs(self):
+        return {k: v for k, v in self.binding.values.items() if self.binding.provenance[k] == "input"}
+
+    def component(self, name: str) -> Component:
+        for c in self.components:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def largest(self) -> Component:
+        return max(self.components, key=lambda c: c.exact)
+
+    def __repr__(self):
+        return f"Estimate({self.regime}, {self.model}: {self.total_bytes:,} B)"
+
+
+class Solution:
+    """The largest integer ``value`` of ``variable`` whose total fits ``capacity_bytes``."""
+    __slots__ = ("variable", "alias", "value", "capacity_bytes", "estimate", "next_total_bytes", "method")
+
+    def __init__(self, variable, alias, value, capacity_bytes, estimate, next_total_bytes,
+                 method="exact integer search"):
+        self.variable, self.alias, self.value = variable, alias, value
+        self.capacity_bytes, self.estimate, self.next_total_bytes = capacity_bytes, estimate, next_total_bytes
+        self.method = method
+
+    @property
+    def total_bytes(self) -> int:
+        return self.estimate.total_bytes
+
+    @property
+    def headroom_bytes(self) -> int:
+        return self.capacity_bytes - self.total_bytes
+
+    def __repr__(self):
+        return f"Solution({self.alias}={self.value}, {self.total_bytes:,} of {self.capacity_bytes:,} B)"

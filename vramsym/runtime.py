@@ -1,0 +1,229 @@
+"""A regime compiled for one model: the object behind ``vramsym.compile``, the CLI and ``fit``.
+
+``compiled_regime`` finds the compiled regime for a regime and its resolved options: in
+this process's memo, in the cache (verified data), or by loading the formula library,
+composing with sympy and compiling (then cached). :class:`Compiled` binds the model's
+numbers once; ``evaluate`` and ``solve`` bind the inputs (vramsym.bind), evaluate the
+compiled code and search exactly (vramsym.inverse). Nothing else computes bytes.
+"""
+from __future__ import annotations
+
+from .bind import bind, user_values
+from .errors import DoesNotFit, InputError, SolveError, suggest
+from .inverse import largest_fitting
+from .results import Binding, Estimate, Solution, to_int_bytes
+
+_MEMO: dict = {}
+
+
+class Vocabulary:
+    """The library's interface (options, presets, regimes, symbols) and how to get compiled regimes."""
+
+    def __init__(self, extra=(), library=None):
+        self.extra = tuple(str(e) for e in extra)
+        self.library = library
+        self.key = None
+        if library is not None:
+            from .options import interface_of
+            self.iface = interface_of(library)
+        else:
+            from . import cache
+            self.key = cache.code_key(self.extra)
+            self.iface = cache.get(self.key, "interface")
+            if self.iface is None:
+                from .options import interface_of
+                self.iface = interface_of(self.load_library())
+                cache.put(self.key, "interface", self.iface)
+
+    def load_library(self):
+        if self.library is None:
+            from .library import load_or_raise
+            from .paths import formulas_dir
+            from pathlib import Path
+            self.library = load_or_raise([formulas_dir()] + [Path(p) for p in self.extra])
+        return self.library
+
+    def known_inputs(self):
+        out = set(self.iface["symbols"])
+        out |= {m["alias"] for m in self.iface["symbols"].values() if m["alias"]}
+        return out
+
+    def resolve(self, regime: str, options, config=None) -> dict:
+        from .options import resolve_options
+        return resolve_options(self.iface, regime, dict(options or {}), config)
+
+    def compiled_regime(self, regime: str, options=None, config=None):
+        from .compiled import CompiledRegime
+        resolved = self.resolve(regime, options, config)
+        opts = sorted(resolved.items())
+        memo_key = (self.key if self.library is None or self.key else id(self.library), regime, tuple(opts))
+        hit = _MEMO.get(memo_key)
+        if hit is not None:
+            return hit
+        data = None
+        if self.key is not None:
+            from . import cache
+            name = cache.entry_name("regime", regime, opts)
+            data = cache.get(self.key, name)
+        compiled = None
+        if data is not None:
+            try:
+                compiled = CompiledRegime(data)
+            except (ValueError, KeyError, TypeError, SyntaxError):
+                compiled = None      # an entry of another format: rebuilt below
+        if compiled is None:
+            from .compiled import compile_regime
+            from .regimes import compose
+            lib = self.load_library()
+            data = compile_regime(lib, compose(lib, regime, resolved))
+            compiled = CompiledRegime(data)
+            if self.key is not None:
+                cache.put(self.key, name, data)
+        _MEMO[memo_key] = compiled
+        return compiled
+
+
+def vocabulary(extra=(), library=None) -> Vocabulary:
+    if library is not None:
+        v = getattr(library, "_vocabulary", None)
+        if v is None:
+            v = Vocabulary(library=library)
+            library._vocabulary = v
+        return v
+    k = ("vocabulary", tuple(str(e) for e in extra))
+    if k not in _MEMO:
+        _MEMO[k] = Vocabulary(extra)
+    return _MEMO[k]
+
+
+class Compiled:
+    """A regime compiled for one model.
+
+    ``evaluate(batch=4, seq=4096)`` returns an :class:`~vramsym.results.Estimate`;
+    ``solve("batch", "24GB", seq=4096)`` the largest batch that fits. The model's numbers
+    are bound (and domain-checked) once, at construction."""
+
+    def __init__(self, regime, model=None, known=()):
+        self.regime = regime
+        self.model = model
+        self.known = frozenset(known)
+        self._free = self._input_symbols()
+        cfg = model.config if model is not None else None
+        try:
+            self._base = bind(regime, cfg, {}, exclude=self._free, source=model.source if model else "")
+        except InputError:
+            self._base = None    # reported by evaluate, where the missing value is named
+
+    def _input_symbols(self):
+        syms = self.regime.symbols
+        free = {n for n, m in syms.items() if m["alias"]}
+        grew = True
+        while grew:   # and every symbol whose default reads one
+            grew = False
+            for n, m in syms.items():
+                if n not in free and m["default"] and free.intersection(m["default"]):
+                    free.add(n)
+                    grew = True
+        return frozenset(free)
+
+    def _readers(self, name):
+        """The symbols whose defaults read ``name``, directly or through other defaults."""
+        out, grew = set(), True
+        while grew:
+            grew = False
+            for n, m in self.regime.symbols.items():
+                if n not in out and m["default"] and ({name} | out).intersection(m["default"]):
+                    out.add(n)
+                    grew = True
+        return out
+
+    def _bind(self, inputs, exclude=()):
+        user, unused = user_values(self.regime, inputs, self.known)
+        base = self._base if self._base is not None and self._free.issuperset(user) else None
+        cfg = self.model.config if self.model is not None else None
+        values, prov = bind(self.regime, cfg, user, exclude=exclude, base=base,
+                            source=self.model.source if self.model else "")
+        return values, prov, unused
+
+    def _estimate(self, values, prov):
+        notes = self.model.notes if self.model is not None else ()
+        name = self.model.name if self.model is not None else ""
+        return Estimate(self.regime, name, Binding(values, prov), self.regime.total(values), notes)
+
+    def evaluate(self, inputs=None, **kw) -> Estimate:
+        """The estimate for these inputs (command-line names such as ``batch`` or symbol names)."""
+        values, prov, _ = self._bind(dict(inputs or {}, **kw))
+        return self._estimate(values, prov)
+
+    def unused_inputs(self, inputs) -> list:
+        """The inputs that this regime does not read (a flag it ignores)."""
+        return user_values(self.regime, inputs, self.known)[1]
+
+    def solve(self, variable: str, capacity, inputs=None, **kw) -> Solution:
+        """The largest integer ``variable`` (``batch``, ``max_seq``, any integer symbol) whose
+        total fits ``capacity`` (bytes as an int, '24GB', '24GiB' or a GPU name)."""
+        if not isinstance(capacity, int) or isinstance(capacity, bool):
+            from .gpus import resolve_capacity
+            capacity, _ = resolve_capacity(capacity)
+        inputs = dict(inputs or {}, **kw)
+        c = self.regime
+        var = variable[4:] if variable.startswith("max_") else variable
+        name = c.symbol(var)
+        if name is None:
+            if var in self.known:
+                raise SolveError(f"the {c.regime} total does not depend on {var}: there is nothing to solve")
+            ints = sorted(m["alias"] or n for n, m in c.symbols.items() if m["domain"] in ("posint", "nonnegint"))
+            hint = suggest(var, ints)
+            raise InputError(f"cannot solve for '{variable}': no such symbol" +
+                             (f"; did you mean {', '.join(hint)}?" if hint else f"; integer symbols: {', '.join(ints)}"))
+        m = c.symbols[name]
+        alias = m["alias"] or name
+        if m["domain"] not in ("posint", "nonnegint"):
+            raise InputError(f"cannot solve for '{variable}': it is not an integer symbol (domain {m['domain']})")
+        if name in inputs or alias in inputs:
+            raise InputError(f"'{alias}' is both given and solved for: drop --{alias.replace('_', '-')}")
+        if name not in c.args:
+            raise SolveError(f"the {c.regime} total does not depend on {alias} ({m['description']}): "
+                             f"there is nothing to solve")
+        cap = c.symbol("capacity")
+        if cap is not None and "capacity" not in inputs and cap not in inputs:
+            inputs["capacity"] = capacity   # regimes that scale with the GPU (vLLM's reserve, heuristics)
+        values, prov, _ = self._bind(inputs, exclude=(name,))
+        lo = 1 if m["domain"] == "posint" else 0
+        if any(prov.get(n) == "default" for n in self._readers(name)):
+            user = user_values(c, inputs, self.known)[0]
+            cfg = self.model.config if self.model is not None else None
+
+            def total(x):      # a default reads the variable: bind again at every x
+                values.update(bind(c, cfg, dict(user, **{name: x}))[0])
+                return c.total(values)
+        else:
+            def total(x):
+                values[name] = x
+                return c.total(values)
+
+        at_lo = total(lo)
+        if at_lo > capacity:
+            prov[name] = "input"
+            est = self._estimate(dict(values, **{name: lo}), prov)
+            big = est.largest()
+            short = to_int_bytes(at_lo - capacity)
+            raise DoesNotFit(
+                f"nothing fits: even at {alias}={lo} the total is {to_int_bytes(at_lo):,} B, "
+                f"{short:,} B over the capacity of {capacity:,} B; the largest term is {big.name} "
+                f"({big.description}) at {big.bytes:,} B",
+                {"variable": alias, "minimum": lo, "total_bytes_at_minimum": to_int_bytes(at_lo),
+                 "capacity_bytes": capacity, "shortfall_bytes": short,
+                 "largest_term": {"name": big.name, "bytes": big.bytes},
+                 "components": [{"name": x.name, "bytes": x.bytes} for x in est.components]})
+        best = largest_fitting(total, capacity, lo=lo, name=alias)
+        nxt = to_int_bytes(total(best + 1))
+        values[name] = best
+        prov[name] = "input"
+        return Solution(name, alias, best, capacity, self._estimate(values, prov), nxt)
+
+
+def compile(model=None, regime: str = "inference", options=None, library=None, formulas=()) -> Compiled:
+    voc = vocabulary(formulas, library)
+    cfg = model.config if model is not None else None
+    return Compiled(voc.compiled_regime(regime, options, cfg), model, voc.known_inputs())
