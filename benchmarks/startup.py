@@ -1,20 +1,24 @@
-"""Start-up time of the CLI: cold (no cache: parse + check every formula file) vs warm
-(the checked library and the compiled regime from the cache, no sympy import), against plain
-Python and bare imports; then the NumPy export's throughput against the engine's.
+"""Speed, as ratios measured in one run on one machine (issue targets in brackets):
 
-    python benchmarks/startup.py [--runs 5]
+1. warm ``vramsym estimate`` / ``solve`` (compiled regime from the cache, no sympy) over a
+   bare ``python -c pass`` of the same interpreter            [at most 3x]
+2. cold start (empty cache: parse, check, compose, compile)   [under 1.0 s]
+3. in-process ``r.evaluate(batch=.., seq=..)`` of a compiled regime, exact
+                                                              [at least 50,000 configs/s]
 
-Prints the median wall time of each command over several runs. Target for later
-(issue: speed for repeated use): the warm path well under sympy + pint's import cost.
+    python benchmarks/startup.py [--runs 7]
+
+The entry point measured is the console script's own code path (``python -m vramsym.cli``
+with the same interpreter). Figures go to docs/performance.md.
 """
 import argparse
 import os
+import platform
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 COMMANDS = {
     "solve": ["solve", "max_batch", "--model", "llama-3.1-8b", "--seq", "4096", "--gpu", "24GB"],
@@ -22,9 +26,11 @@ COMMANDS = {
 }
 
 
-def timed(argv, env, runs):
+def timed(argv, env, runs, before=None):
     times = []
     for _ in range(runs):
+        if before:
+            before()
         t = time.perf_counter()
         r = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         times.append(time.perf_counter() - t)
@@ -33,28 +39,40 @@ def timed(argv, env, runs):
     return statistics.median(times)
 
 
+def evaluate_rate(n=200_000):
+    import vramsym
+    r = vramsym.compile("llama-3.1-8b", "inference", {"precision": "bf16"})
+    t = time.perf_counter()
+    total = 0
+    for i in range(n):
+        total += r.evaluate(batch=1 + i % 64, seq=512 + i % 4096).total_bytes
+    return n / (time.perf_counter() - t)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=7)
     args = ap.parse_args()
     py = sys.executable
     base = dict(os.environ)
-    print(f"median of {args.runs} runs, seconds")
-    print(f"  {'python -c pass':<34} {timed([py, '-c', 'pass'], base, args.runs):.3f}")
-    print(f"  {'python -c import sympy':<34} {timed([py, '-c', 'import sympy'], base, args.runs):.3f}")
-    print(f"  {'python -c import sympy, pint, lark':<34} {timed([py, '-c', 'import sympy, pint, lark'], base, args.runs):.3f}")
-    with tempfile.TemporaryDirectory() as cache:
-        cold = dict(base, VRAMSYM_NO_CACHE="1")
-        warm = dict(base, VRAMSYM_CACHE_DIR=cache)
-        warm.pop("VRAMSYM_NO_CACHE", None)
-        subprocess.run([py, "-m", "vramsym.cli", *COMMANDS["estimate"]], env=warm, stdout=subprocess.DEVNULL)
+    base.pop("VRAMSYM_NO_CACHE", None)
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+          f"median of {args.runs} runs")
+    bare = timed([py, "-c", "pass"], base, args.runs)
+    print(f"  python -c pass                      {bare:.3f} s")
+    with tempfile.TemporaryDirectory() as tmp:
+        warm = dict(base, VRAMSYM_CACHE_DIR=os.path.join(tmp, "warm"))
+        cold_dir = os.path.join(tmp, "cold")
+        cold = dict(base, VRAMSYM_CACHE_DIR=cold_dir)
         for name, cmd in COMMANDS.items():
-            c = timed([py, "-m", "vramsym.cli", *cmd], cold, args.runs)
-            w = timed([py, "-m", "vramsym.cli", *cmd], warm, args.runs)
-            print(f"  vramsym {name:<26} cold {c:.3f}   warm {w:.3f}")
-    print()
-    print("export throughput (benchmarks/export_throughput.py):")
-    subprocess.run([py, str(Path(__file__).with_name("export_throughput.py"))], env=base)
+            argv = [py, "-m", "vramsym.cli", *cmd]
+            subprocess.run(argv, env=warm, stdout=subprocess.DEVNULL)
+            w = timed(argv, warm, args.runs)
+            c = timed(argv, cold, args.runs, before=lambda: subprocess.run(["rm", "-rf", cold_dir]))
+            print(f"  vramsym {name:<9} warm {w:.3f} s = {w / bare:4.1f}x python -c pass [target <= 3x]; "
+                  f"cold (empty cache) {c:.3f} s [target < 1.0 s]")
+    rate = evaluate_rate()
+    print(f"  r.evaluate(batch, seq), in process  {rate:,.0f} exact configs/s [target >= 50,000]")
 
 
 if __name__ == "__main__":

@@ -19,3 +19,9 @@ def lib_text(text: str, bundled: bool = False):
     p = d / "t.vram"
     p.write_text(text)
     return load_or_raise(([formulas_dir()] if bundled else []) + [p])
+
+
+def estimate(lib, composed, model, inputs):
+    """The compiled regime's estimate for a composition's regime and resolved options."""
+    import vramsym
+    return vramsym.estimate(model, composed.regime, dict(composed.options), inputs, library=lib)

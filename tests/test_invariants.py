@@ -7,7 +7,7 @@ from functools import lru_cache
 from hypothesis import given, settings, strategies as st, HealthCheck
 
 import vramsym
-from vramsym.engine import estimate
+from helpers import estimate
 from vramsym.models import catalog
 from vramsym.regimes import compose
 

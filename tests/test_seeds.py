@@ -4,7 +4,7 @@ Seed 1: "大模型显存占用详解：单卡训练与推理" (000_63cfde3642906
 Seed 2: "大模型显存需求分析与优化实战技巧" (003_e02a37dc804dcda3.txt).
 """
 import vramsym
-from vramsym.engine import estimate
+from helpers import estimate
 from vramsym.regimes import compose
 
 from helpers import lib_text

@@ -21,7 +21,7 @@ __version__ = "0.2.0"
 
 __all__ = [
     "load_library", "load_model", "compose", "compile", "estimate", "solve", "derive", "export",
-    "resolve_capacity", "find_gpu", "check", "explain_dtype", "catalog_models", "catalog_gpus", "measure", "Diagnostic", "DoesNotFit", "FormulaError", "InputError", "SolveError",
+    "resolve_capacity", "find_gpu", "check", "explain_dtype", "catalog_models", "catalog_gpus", "compare_with_pytorch", "Diagnostic", "DoesNotFit", "FormulaError", "InputError", "SolveError",
     "VramError", "__version__",
 ]
 
@@ -148,7 +148,7 @@ def catalog_gpus() -> list:
              "marketed": g.marketed, "aliases": list(g.aliases), "source": g.source} for g in catalog()]
 
 
-def measure(model, regime: str = "inference", options=None, inputs=None, fake: bool = True,
+def compare_with_pytorch(model, regime: str = "inference", options=None, inputs=None, fake: bool = True,
             decode_steps: int = 4, library=None) -> dict:
     """The prediction next to what PyTorch allocates for the same job (needs ``vramsym[measure]``)."""
     from .measure import compare

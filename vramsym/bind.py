@@ -56,6 +56,8 @@ def bind(compiled, config, inputs, exclude=(), base=None, source="") -> tuple:
     def value_of(name, stack):
         if name in values:
             return values[name]
+        if name in exclude:
+            raise _Excluded(name)
         m = symbols[name]
         if name in inputs:
             v, origin = exact(inputs[name], f"input {_shown(name, m)}"), "input"
@@ -89,10 +91,14 @@ def bind(compiled, config, inputs, exclude=(), base=None, source="") -> tuple:
         prov[name] = origin
         return v
 
-    for n in compiled.args:
+    for n in list(compiled.args) + [n for n in inputs if n not in values]:
         if n not in exclude:
-            value_of(n, ())
-    for n in inputs:
-        if n not in values and n not in exclude:
-            value_of(n, ())
+            try:
+                value_of(n, ())
+            except _Excluded:
+                pass        # its default reads an excluded symbol: bound with it
     return values, prov
+
+
+class _Excluded(Exception):
+    pass

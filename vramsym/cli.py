@@ -278,7 +278,7 @@ def cmd_export(args, voc):
 
 def cmd_measure(args, voc):
     model = vramsym.load_model(args.model, args.formulas)
-    res = vramsym.measure(model, args.regime, _options(args), _inputs(args), fake=not args.real,
+    res = vramsym.compare_with_pytorch(model, args.regime, _options(args), _inputs(args), fake=not args.real,
                           decode_steps=args.decode_steps, library=voc.load_library())
     if args.json:
         print(json.dumps(res, indent=2, default=str))

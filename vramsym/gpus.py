@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import List, Tuple
 
 from .capacity import parse_size
@@ -11,15 +10,13 @@ from .errors import InputError, suggest
 from .paths import formulas_dir
 
 
-@dataclass(frozen=True)
 class GPU:
-    name: str
-    memory_mib: int
-    marketed: str
-    vendor: str
-    kind: str
-    source: str
-    aliases: Tuple[str, ...] = ()
+    __slots__ = ("name", "memory_mib", "marketed", "vendor", "kind", "source", "aliases")
+
+    def __init__(self, name: str, memory_mib: int, marketed: str, vendor: str, kind: str, source: str,
+                 aliases: Tuple[str, ...] = ()):
+        self.name, self.memory_mib, self.marketed, self.vendor = name, memory_mib, marketed, vendor
+        self.kind, self.source, self.aliases = kind, source, tuple(aliases)
 
     @property
     def capacity_bytes(self) -> int:

@@ -9,7 +9,6 @@ read these fields by name (``from hidden_size | n_embd``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -17,15 +16,19 @@ from .errors import InputError, suggest
 from .paths import formulas_dir
 
 
-@dataclass(frozen=True)
 class ModelSpec:
-    name: str
-    config: Dict
-    source: str
-    hf_id: Optional[str] = None
-    published_params: Optional[int] = None
-    notes: Tuple[str, ...] = ()
-    raw_config: Optional[Dict] = None   # the config.json as given (for building the real model)
+    """A model: its config (flattened, with the architecture facts), where it came from."""
+    __slots__ = ("name", "config", "source", "hf_id", "published_params", "notes", "raw_config")
+
+    def __init__(self, name: str, config: Dict, source: str, hf_id: Optional[str] = None,
+                 published_params: Optional[int] = None, notes: Tuple[str, ...] = (),
+                 raw_config: Optional[Dict] = None):
+        self.name, self.config, self.source, self.hf_id = name, config, source, hf_id
+        self.published_params, self.notes = published_params, tuple(notes)
+        self.raw_config = raw_config   # the config.json as given (for building the real model)
+
+    def __repr__(self):
+        return f"ModelSpec({self.name!r}, source={self.source!r})"
 
 
 def models_dir(extra: Optional[List[Path]] = None) -> List[Path]:

@@ -174,7 +174,7 @@ class Compiled:
                 raise SolveError(f"the {c.regime} total does not depend on {var}: there is nothing to solve")
             ints = sorted(m["alias"] or n for n, m in c.symbols.items() if m["domain"] in ("posint", "nonnegint"))
             hint = suggest(var, ints)
-            raise InputError(f"cannot solve for '{variable}': no such symbol" +
+            raise InputError(f"cannot solve for '{var}': no such symbol" +
                              (f"; did you mean {', '.join(hint)}?" if hint else f"; integer symbols: {', '.join(ints)}"))
         m = c.symbols[name]
         alias = m["alias"] or name
@@ -190,12 +190,14 @@ class Compiled:
             inputs["capacity"] = capacity   # regimes that scale with the GPU (vLLM's reserve, heuristics)
         values, prov, _ = self._bind(inputs, exclude=(name,))
         lo = 1 if m["domain"] == "posint" else 0
-        if any(prov.get(n) == "default" for n in self._readers(name)):
+        if any(n not in values for n in self._readers(name)):
             user = user_values(c, inputs, self.known)[0]
             cfg = self.model.config if self.model is not None else None
 
             def total(x):      # a default reads the variable: bind again at every x
-                values.update(bind(c, cfg, dict(user, **{name: x}))[0])
+                v, p = bind(c, cfg, dict(user, **{name: x}))
+                values.update(v)
+                prov.update(p)
                 return c.total(values)
         else:
             def total(x):
@@ -218,7 +220,7 @@ class Compiled:
                  "components": [{"name": x.name, "bytes": x.bytes} for x in est.components]})
         best = largest_fitting(total, capacity, lo=lo, name=alias)
         nxt = to_int_bytes(total(best + 1))
-        values[name] = best
+        total(best)         # leaves every value (defaults that read the variable too) at the answer
         prov[name] = "input"
         return Solution(name, alias, best, capacity, self._estimate(values, prov), nxt)
 

@@ -1,0 +1,132 @@
+"""The cache: data only, private, keyed by everything that can change an answer."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import vramsym
+
+ROOT = Path(__file__).resolve().parents[1]
+ARGV = ["estimate", "--model", "llama-3.1-8b", "--batch", "3", "--seq", "1000", "--json"]
+
+
+def _run(argv, env, cwd=None, pkg_parent=None):
+    env = dict(env)
+    if pkg_parent:
+        env["PYTHONPATH"] = str(pkg_parent)
+    r = subprocess.run([sys.executable, "-m", "vramsym.cli", *argv], capture_output=True, text=True, env=env,
+                       cwd=cwd)
+    return r.returncode, r.stdout, r.stderr
+
+
+@pytest.fixture
+def env(tmp_path):
+    e = dict(os.environ, VRAMSYM_CACHE_DIR=str(tmp_path / "cache"))
+    e.pop("VRAMSYM_NO_CACHE", None)
+    return e
+
+
+CASES = [
+    ["estimate", "--model", "qwen3-30b-a3b", "--batch", "2", "--seq", "4096", "--quant", "nf4"],
+    ["estimate", "--model", "gpt2", "--regime", "train", "--batch", "8", "--seq", "512", "--precision", "fp32"],
+    ["solve", "max_batch", "--model", "llama-3.1-8b", "--seq", "4096", "--gpu", "24GB"],
+    ["solve", "max_batch", "--model", "mistral-7b-v0.1", "--seq", "8192", "--gpu", "a100-80gb", "--regime", "vllm"],
+]
+
+
+@pytest.mark.parametrize("argv", CASES, ids=[" ".join(c[:4]) for c in CASES])
+def test_warm_equals_cold(env, argv):
+    cold = _run(argv, dict(env, VRAMSYM_NO_CACHE="1"))
+    first = _run(argv, env)     # compiles and stores
+    warm = _run(argv, env)      # reads the compiled regime back
+    assert cold == first == warm
+    assert cold[0] == 0
+
+
+def test_warm_path_does_not_import_sympy(env):
+    _run(ARGV, env)
+    code = ("import sys, runpy; sys.argv = ['vramsym'] + %r\n"
+            "try:\n    runpy.run_module('vramsym.cli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "print('SYMPY' if 'sympy' in sys.modules else 'NOSYMPY', file=sys.stderr)") % (ARGV,)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert "NOSYMPY" in r.stderr, r.stderr
+
+
+def test_cache_is_private_data(env):
+    _run(ARGV, env)
+    d = Path(env["VRAMSYM_CACHE_DIR"])
+    assert (os.stat(d).st_mode & 0o777) == 0o700
+    assert (os.stat(d / "secret").st_mode & 0o777) == 0o600
+    entries = list(d.glob("*/*.json"))
+    assert entries and not list(d.rglob("*.pickle")) and not list(d.rglob("*.py"))
+    for e in entries:
+        mac, _, payload = e.read_bytes().partition(b"\n")
+        json.loads(payload)     # data, nothing else
+
+
+def test_tampered_entry_is_rebuilt_not_used(env):
+    first = _run(ARGV, env)
+    d = Path(env["VRAMSYM_CACHE_DIR"])
+    for e in d.glob("*/*.json"):
+        mac, _, payload = e.read_bytes().partition(b"\n")
+        data = json.loads(payload)
+        if "code" in data:   # a compiled regime: make the weights zero and plant code
+            data["code"] = data["code"].replace("def _inference_weights(", "import os; os.environ['X']='1'\ndef _inference_weights(", 1)
+            data["code"] += "\ndef _inference_total(*a):\n    return 0\n"
+            e.write_bytes(mac + b"\n" + json.dumps(data).encode())
+    assert _run(ARGV, env) == first
+
+
+def test_corrupt_entry_is_rebuilt(env):
+    first = _run(ARGV, env)
+    for e in Path(env["VRAMSYM_CACHE_DIR"]).glob("*/*.json"):
+        e.write_bytes(b"\x00garbage")
+    assert _run(ARGV, env) == first
+
+
+def test_shared_cache_folder_is_refused(env, tmp_path):
+    d = Path(env["VRAMSYM_CACHE_DIR"])
+    d.mkdir(mode=0o700)
+    (d / "secret").write_bytes(b"x" * 32)
+    os.chmod(d / "secret", 0o644)       # readable by others: a planted or leaked key
+    code, out, err = _run(ARGV, env)
+    assert code == 0 and "not a private file" in err
+    cold = _run(ARGV, dict(env, VRAMSYM_NO_CACHE="1"))
+    assert out == cold[1]
+
+
+def test_editing_a_stage_changes_the_answer(env, tmp_path):
+    """A copy of the package whose printer emits a different total misses the cache."""
+    pkg = tmp_path / "pkg"
+    shutil.copytree(ROOT / "vramsym", pkg / "vramsym", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "formulas", pkg / "formulas")
+    before = _run(ARGV, env, cwd=tmp_path, pkg_parent=pkg)
+    assert before[0] == 0, before
+    regimes = pkg / "vramsym" / "regimes.py"     # stage 4: every component counted twice
+    text = regimes.read_text()
+    assert "return sympy.Add(*[self.expanded[c] for c in self.components])" in text
+    regimes.write_text(text.replace("return sympy.Add(*[self.expanded[c] for c in self.components])",
+                                    "return 2 * sympy.Add(*[self.expanded[c] for c in self.components])"))
+    after = _run(ARGV, env, cwd=tmp_path, pkg_parent=pkg)
+    assert after[0] == 0, after
+    assert json.loads(after[1])["total_bytes"] == 2 * json.loads(before[1])["total_bytes"]
+
+
+def test_cache_keeps_a_bounded_number_of_keys(env, tmp_path):
+    from vramsym import cache
+    d = Path(env["VRAMSYM_CACHE_DIR"])
+    old = dict(os.environ)
+    os.environ.update(env)
+    os.environ.pop("VRAMSYM_NO_CACHE", None)
+    try:
+        for i in range(cache.KEEP + 4):
+            cache.put(f"key{i:02d}", "interface", {"i": i})
+        assert len([p for p in d.iterdir() if p.is_dir()]) <= cache.KEEP
+        assert cache.get(f"key{cache.KEEP + 3:02d}", "interface") == {"i": cache.KEEP + 3}
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
