@@ -54,6 +54,9 @@ def main():
     ap.add_argument("--runs", type=int, default=7)
     args = ap.parse_args()
     py = sys.executable
+    import vramsym
+    # an installed wheel ships bytecode; a checkout run with PYTHONDONTWRITEBYTECODE has none
+    subprocess.run([py, "-m", "compileall", "-q", os.path.dirname(vramsym.__file__)], check=True)
     base = dict(os.environ)
     base.pop("VRAMSYM_NO_CACHE", None)
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "

@@ -6,21 +6,26 @@ content of every file of the installed package and of the formula files (bundled
 ``--formulas``), vramsym's version and Python's, so any change to anything that can
 change an answer misses the cache. How it is trusted: the folder must be a directory
 owned by the user with no access for anyone else (created 0700; otherwise a warning and
-no cache), and every entry carries an HMAC-SHA256 under a random secret kept in that
-folder (0600); an entry that fails the check, or that does not parse, is rebuilt.
+no cache), and every entry carries a MAC (keyed BLAKE2b, RFC 7693's keyed mode) under a
+random 32-byte secret kept in that folder (0600); an entry that fails the check, or that
+does not parse, is rebuilt.
 At most KEEP keys are kept: the oldest go when a new key is first written.
 
 ``VRAMSYM_NO_CACHE=1`` turns it off; ``VRAMSYM_CACHE_DIR`` moves it (``~`` expanded).
 """
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import os
 import stat
 import sys
-from pathlib import Path
+
+try:                     # the builtin modules: no OpenSSL load at start-up
+    from _blake2 import blake2b
+    from _operator import _compare_digest as compare_digest
+except ImportError:      # pragma: no cover - other Python implementations
+    from hashlib import blake2b
+    from hmac import compare_digest
 
 from . import __version__
 
@@ -33,15 +38,19 @@ def _warn(msg: str) -> None:
         print(f"vramsym: warning: {msg}; running without the cache", file=sys.stderr)
 
 
-def cache_dir() -> Path:
+def cache_dir() -> str:
     env = os.environ.get("VRAMSYM_CACHE_DIR")
     if env:
-        return Path(os.path.expanduser(env))
+        return os.path.expanduser(env)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(os.path.expanduser(base)) / "vramsym"
+    return os.path.join(os.path.expanduser(base), "vramsym")
 
 
-def _private(path: Path, kind) -> bool:
+def _mac(secret: bytes, body: bytes) -> bytes:
+    return blake2b(body, key=secret, digest_size=32).hexdigest().encode()
+
+
+def _private(path: str, kind) -> bool:
     """``path`` exists, is of ``kind`` (not a link), is ours, and nobody else may touch it."""
     try:
         st = os.lstat(path)
@@ -55,7 +64,7 @@ def _folder():
         return None
     d = cache_dir()
     try:
-        d.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.makedirs(d, mode=0o700, exist_ok=True)
     except OSError as e:
         _warn(f"cannot create the cache folder {d}: {e.strerror or e}")
         return None
@@ -72,8 +81,8 @@ def _folder():
     return d
 
 
-def _secret(d: Path):
-    p = d / "secret"
+def _secret(d: str):
+    p = os.path.join(d, "secret")
     if not os.path.lexists(p):
         try:
             fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
@@ -88,13 +97,14 @@ def _secret(d: Path):
         _warn(f"the cache secret {p} is not a private file of this user")
         return None
     try:
-        key = p.read_bytes()
+        with open(p, "rb") as fh:
+            key = fh.read()
     except OSError:
         return None
     return key if len(key) == 32 else None
 
 
-def _files(root: Path, suffixes):
+def _files(root: str, suffixes):
     out = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(n for n in dirnames if n != "__pycache__")
@@ -107,28 +117,29 @@ def _files(root: Path, suffixes):
 def code_key(extra=()) -> str:
     """Hash of everything that can change an answer: the package's files (code, grammar,
     bundled formulas), the formula files, ``extra`` formula files, and both versions."""
-    from .paths import formulas_dir
-    here = Path(__file__).resolve().parent
-    h = hashlib.sha256(f"vramsym {__version__} | python {sys.version} | {sys.implementation.cache_tag}".encode())
+    from .paths import formulas_path
+    here = os.path.dirname(os.path.realpath(__file__))
+    h = blake2b(f"vramsym {__version__} | python {sys.version} | {sys.implementation.cache_tag}".encode(),
+                digest_size=20)
     files = _files(here, (".py", ".lark", ".vram", ".txt", ".json"))
-    fdir = formulas_dir()
-    if here not in fdir.parents:
+    fdir = os.path.realpath(formulas_path())
+    if not fdir.startswith(here + os.sep):
         files += _files(fdir, (".vram", ".txt", ".json"))
     for e in extra:
-        p = Path(e)
-        files += _files(p, (".vram", ".txt", ".json")) if p.is_dir() else [str(p)]
+        e = str(e)
+        files += _files(e, (".vram", ".txt", ".json")) if os.path.isdir(e) else [e]
     for f in files:
         h.update(f.encode("utf-8", "surrogateescape") + b"\0")
         try:
             with open(f, "rb") as fh:
-                h.update(hashlib.sha256(fh.read()).digest())
+                h.update(blake2b(fh.read(), digest_size=32).digest())
         except OSError:
             h.update(b"<unreadable>")
-    return h.hexdigest()[:40]
+    return h.hexdigest()
 
 
 def entry_name(*parts) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]
+    return blake2b(json.dumps(parts, sort_keys=True).encode(), digest_size=16).hexdigest()
 
 
 def get(key: str, name: str):
@@ -137,13 +148,13 @@ def get(key: str, name: str):
     secret = d and _secret(d)
     if not secret:
         return None
-    p = d / key / f"{name}.json"
+    p = os.path.join(d, key, name + ".json")
     try:
         with open(p, "rb") as fh:
             mac, _, payload = fh.read().partition(b"\n")
     except OSError:
         return None
-    if not hmac.compare_digest(mac, hmac.new(secret, payload, hashlib.sha256).hexdigest().encode()):
+    if not compare_digest(mac, _mac(secret, payload)):
         return None
     try:
         return json.loads(payload)
@@ -157,18 +168,17 @@ def put(key: str, name: str, payload) -> None:
     secret = d and _secret(d)
     if not secret:
         return
-    folder = d / key
+    folder = os.path.join(d, key)
     try:
-        if not folder.is_dir():
+        if not os.path.isdir(folder):
             _prune(d, keep=key)
-            folder.mkdir(mode=0o700, exist_ok=True)
+            os.mkdir(folder, 0o700)
         body = json.dumps(payload, separators=(",", ":")).encode()
-        mac = hmac.new(secret, body, hashlib.sha256).hexdigest().encode()
-        tmp = folder / f".{name}.{os.getpid()}.tmp"
+        tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(mac + b"\n" + body)
-        os.replace(tmp, folder / f"{name}.json")
+            fh.write(_mac(secret, body) + b"\n" + body)
+        os.replace(tmp, os.path.join(folder, name + ".json"))
     except OSError:
         pass
 
@@ -176,19 +186,20 @@ def put(key: str, name: str, payload) -> None:
 KEEP = 8
 
 
-def _prune(d: Path, keep: str) -> None:
+def _prune(d: str, keep: str) -> None:
     """Keep the entries of the most recently used keys (other versions of vramsym or of the
     formulas, other ``--formulas`` sets), at most KEEP with the new one; remove the rest."""
     import shutil
     dirs = []
-    for child in d.iterdir():
-        if child.is_symlink():
+    for name in os.listdir(d):
+        child = os.path.join(d, name)
+        if os.path.islink(child):
             continue
-        if child.is_dir() and child.name != keep:
-            dirs.append((child.stat().st_mtime, child))
-        elif child.suffix in (".pickle", ".py", ".tmp") and child.is_file():   # earlier layouts
+        if os.path.isdir(child) and name != keep:
+            dirs.append((os.stat(child).st_mtime, child))
+        elif name.endswith((".pickle", ".py", ".tmp")) and os.path.isfile(child):   # earlier layouts
             try:
-                child.unlink()
+                os.unlink(child)
             except OSError:
                 pass
     for _, child in sorted(dirs, reverse=True)[KEEP - 1:]:

@@ -50,15 +50,23 @@ class CompiledRegime:
     over a dict of exact values (``int`` or ``Fraction``) for ``args``."""
 
     __slots__ = ("data", "regime", "description", "options", "used_options", "symbols", "args",
-                 "components", "overridden", "_total", "_parts", "_params", "defaults")
+                 "components", "overridden", "_total", "_parts", "_params", "defaults", "code_object")
 
     def __init__(self, data: dict):
         if data.get("format") != FORMAT:
             raise ValueError("compiled regime of another format")
         ns: dict = {}
         # vramsym's own generated module: built in this process by compile_regime, or read
-        # back from the private cache after its keyed hash was verified (vramsym.cache)
-        exec(compile(data["code"], f"<vramsym regime {data['regime']}>", "exec"), ns)
+        # back from the private cache after its keyed hash was verified (vramsym.cache);
+        # the cache also keeps its bytecode (same interpreter: the cache key names it)
+        if data.get("bytecode"):
+            import marshal
+            from binascii import a2b_base64
+            code = marshal.loads(a2b_base64(data["bytecode"]))
+        else:
+            code = compile(data["code"], f"<vramsym regime {data['regime']}>", "exec")
+        self.code_object = code
+        exec(code, ns)
         self.data = data
         self.regime = data["regime"]
         self.description = data["description"]
@@ -72,6 +80,12 @@ class CompiledRegime:
         self._parts = tuple(ns[c["func"]] for c in data["components"])
         self._params = ns[data["params"]] if data.get("params") else None
         self.defaults = {n: ns["_default_" + n] for n, m in self.symbols.items() if m["default"] is not None}
+
+    def cache_payload(self) -> dict:
+        """The data to cache: the compiled regime with its bytecode."""
+        import marshal
+        from binascii import b2a_base64
+        return dict(self.data, bytecode=b2a_base64(marshal.dumps(self.code_object), newline=False).decode())
 
     def _args(self, values):
         return [values[a] for a in self.args]

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import List, Tuple
 
 from .capacity import parse_size
 from .errors import InputError, suggest
-from .paths import formulas_dir
+from .paths import formulas_path, read_text
 
 
 class GPU:
@@ -28,7 +27,7 @@ def _norm(s: str) -> str:
 
 
 def catalog() -> List[GPU]:
-    data = json.loads((formulas_dir() / "gpus.json").read_text())
+    data = json.loads(read_text(formulas_path() + "/gpus.json"))
     return [GPU(g["name"], int(g["memory_mib"]), g.get("marketed", ""), g.get("vendor", ""),
                 g.get("kind", ""), g.get("memory_mib_source", ""), tuple(g.get("aliases", ())))
             for g in data["gpus"]]

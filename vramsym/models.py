@@ -9,11 +9,10 @@ read these fields by name (``from hidden_size | n_embd``).
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+import os
 
 from .errors import InputError, suggest
-from .paths import formulas_dir
+from .paths import formulas_path, read_text
 
 
 class ModelSpec:
@@ -31,47 +30,51 @@ class ModelSpec:
         return f"ModelSpec({self.name!r}, source={self.source!r})"
 
 
-def models_dir(extra: Optional[List[Path]] = None) -> List[Path]:
-    dirs = [formulas_dir() / "models"]
-    for d in extra or []:
-        if (Path(d) / "models").is_dir():
-            dirs.append(Path(d) / "models")
-    return dirs
-
-
-def catalog(extra: Optional[List[Path]] = None) -> Dict[str, Path]:
-    out: Dict[str, Path] = {}
-    for d in models_dir(extra):
-        for p in sorted(d.glob("*.json")):
-            out[p.stem] = p
+def _model_files(extra=None) -> dict:
+    """Catalog name -> path of its JSON file (bundled, then the ``models/`` of extra folders)."""
+    dirs = [os.path.join(formulas_path(), "models")]
+    dirs += [os.path.join(str(d), "models") for d in extra or [] if os.path.isdir(os.path.join(str(d), "models"))]
+    out = {}
+    for d in dirs:
+        for f in sorted(os.listdir(d)):
+            if f.endswith(".json"):
+                out[f[:-5]] = os.path.join(d, f)
     return out
 
 
-def _architectures() -> Dict:
-    return json.loads((formulas_dir() / "architectures.json").read_text())
+def catalog(extra=None) -> dict:
+    """Catalog name -> ``pathlib.Path`` of its JSON file."""
+    from pathlib import Path
+    return {k: Path(v) for k, v in _model_files(extra).items()}
 
 
-def load_model(name_or_path: str, extra: Optional[List[Path]] = None) -> ModelSpec:
+def _architectures() -> dict:
+    return json.loads(read_text(os.path.join(formulas_path(), "architectures.json")))
+
+
+def load_model(name_or_path: str, extra=None) -> ModelSpec:
     """A catalog name (``llama-3.1-8b``) or a path to a config.json (or a folder holding one)."""
-    cat = catalog(extra)
+    cat = _model_files(extra)
     key = str(name_or_path).strip()
     if key.lower() in cat:
-        entry = json.loads(cat[key.lower()].read_text())
-        return _spec(entry["config"], entry.get("name", key), entry.get("source", str(cat[key.lower()])),
+        entry = json.loads(read_text(cat[key.lower()]))
+        return _spec(entry["config"], entry.get("name", key), entry.get("source", cat[key.lower()]),
                      entry.get("hf_id"), entry.get("published_params"))
-    path = Path(key).expanduser()
-    if path.is_dir() and (path / "config.json").exists():
-        path = path / "config.json"
-    if path.is_file():
+    path = os.path.expanduser(key)
+    if os.path.isdir(path) and os.path.exists(os.path.join(path, "config.json")):
+        path = os.path.join(path, "config.json")
+    if os.path.isfile(path):
         try:
-            raw = json.loads(path.read_text())
+            raw = json.loads(read_text(path))
         except (OSError, ValueError) as e:
             raise InputError(f"cannot read model config '{path}': {e}") from None
         if not isinstance(raw, dict):
             raise InputError(f"model config '{path}' is not a JSON object")
         if "config" in raw and isinstance(raw["config"], dict) and "name" in raw:
-            return _spec(raw["config"], raw["name"], str(path), raw.get("hf_id"), raw.get("published_params"))
-        return _spec(raw, path.parent.name if path.name == "config.json" else path.stem, str(path))
+            return _spec(raw["config"], raw["name"], path, raw.get("hf_id"), raw.get("published_params"))
+        base = os.path.basename(path)
+        name = os.path.basename(os.path.dirname(os.path.abspath(path))) if base == "config.json" else os.path.splitext(base)[0]
+        return _spec(raw, name, path)
     hint = suggest(key.lower(), cat)
     msg = f"unknown model '{key}': not a catalog name and not a path to a config.json"
     msg += f"; did you mean {', '.join(hint)}?" if hint else "; run `vramsym models` for the catalog"

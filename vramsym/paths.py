@@ -1,13 +1,26 @@
-"""Where the bundled data lives: inside the wheel, or beside the package in a checkout."""
+"""Where the bundled data lives: inside the wheel, or beside the package in a checkout.
+
+Plain strings and ``os.path`` (pathlib costs a start-up import the warm path avoids)."""
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
-_HERE = Path(__file__).resolve().parent
+_HERE = os.path.dirname(os.path.realpath(__file__))
 
 
-def formulas_dir() -> Path:
-    installed = _HERE / "formulas"
-    if installed.is_dir():
+def formulas_path() -> str:
+    installed = os.path.join(_HERE, "formulas")
+    if os.path.isdir(installed):
         return installed
-    return _HERE.parent / "formulas"
+    return os.path.join(os.path.dirname(_HERE), "formulas")
+
+
+def formulas_dir():
+    """The formula folder as a ``pathlib.Path``."""
+    from pathlib import Path
+    return Path(formulas_path())
+
+
+def read_text(path: str) -> str:
+    with open(path, encoding="utf-8") as fh:
+        return fh.read()

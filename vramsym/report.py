@@ -5,8 +5,6 @@ prints them, the tables below render them.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
-
 from .capacity import fmt_both, fmt_bytes
 
 

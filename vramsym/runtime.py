@@ -78,7 +78,7 @@ class Vocabulary:
             data = compile_regime(lib, compose(lib, regime, resolved))
             compiled = CompiledRegime(data)
             if self.key is not None:
-                cache.put(self.key, name, data)
+                cache.put(self.key, name, compiled.cache_payload())
         _MEMO[memo_key] = compiled
         return compiled
 
