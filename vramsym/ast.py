@@ -184,10 +184,18 @@ class RegimeDef:
 
 @dataclass(frozen=True)
 class PresetDef:
-    """Each choice of ``option`` stands for choices of other options (``sets``)."""
+    """An option whose every choice stands for choices of other options: ``cases`` are
+    (choices, the (option, choice, span) it sets, span), and the choices are the option's."""
     option: str
     cases: Tuple[Tuple[Tuple[str, ...], Tuple[Tuple[str, str, Span], ...], Span], ...]
     span: Span
+    default: str = ""
+    description: str = ""
+    sources: Tuple[str, ...] = ()
+
+    def as_option(self) -> "OptionDecl":
+        choices = tuple(label for labels, _, _ in self.cases for label in labels)
+        return OptionDecl(self.option, choices, self.default, self.description, self.span, self.sources)
 
 
 @dataclass(frozen=True)

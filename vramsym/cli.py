@@ -1,12 +1,12 @@
 """The command line, declared as data: :data:`COMMANDS` names each command, its help, its
-examples and the flag groups it takes; :func:`parser` builds argparse from that table and
-the formula library's vocabulary (options, presets, inputs). Handlers call only the
+examples and the flag groups it takes; :func:`commands` expands it with the formula
+library's vocabulary (options, presets, inputs) and :mod:`vramsym.flags` parses argv and
+renders the help from it. Handlers call only the
 public API in ``vramsym/__init__.py``. Every command takes ``--json``; exit codes are
 named in :class:`ExitStatus`.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -14,12 +14,13 @@ from enum import IntEnum
 
 import vramsym
 from vramsym.errors import DoesNotFit, InputError, SolveError, VramError
+from vramsym.flags import Flag, UsageError, parse, prescan, print_usage_error
 
 
 class ExitStatus(IntEnum):
     OK = 0
     BAD_INPUT = 1        # unknown model / GPU / option, malformed formula file, bad size
-    USAGE = 2            # argparse: wrong flags
+    USAGE = 2            # wrong flags (vramsym.flags.UsageError)
     DOES_NOT_FIT = 3     # nothing fits the capacity
     NO_SOLUTION = 4      # the inverse problem is ill-posed (unbounded, non-monotone)
     INTERNAL = 70
@@ -64,99 +65,81 @@ COMMANDS = [
 ]
 
 
-def _choice(value: str) -> str:
-    return value.replace("-", "_")
-
-
 def show(choice: str) -> str:
     return choice.replace("_", "-")
 
 
-def _add_group(sp, group: str, iface) -> None:
-    req = not group.endswith("?")
-    g = group.rstrip("?")
-    if g == "model":
-        sp.add_argument("--model", required=req, help="catalog name (see `vramsym models`) or path to a config.json")
-    elif g == "regime":
-        sp.add_argument("--regime", default="inference", type=_choice,
-                        help="regime (default: inference): " + ", ".join(show(r) for r in sorted(iface["regimes"])))
-    elif g == "inputs":
-        ins = sp.add_argument_group("inputs (symbols of the formula files with a command-line name)")
-        for name, m in sorted(((n, m) for n, m in iface["symbols"].items() if m["alias"]), key=lambda x: x[1]["alias"]):
-            ins.add_argument(f"--{show(m['alias'])}", dest=f"in_{m['alias']}", metavar="N",
-                             help=f"{m['description']} (symbol {name})")
-        sp.add_argument("--set", action="append", default=[], metavar="SYMBOL=VALUE",
-                        help="give any declared symbol a value (e.g. --set n_kv=1)")
-    elif g == "fit_inputs":
-        sp.add_argument("--batch", default="1", help="batch size (default 1)")
-        sp.add_argument("--seq", default="2048", help="sequence length (default 2048)")
-    elif g == "options":
-        grp = sp.add_argument_group("options (from the formula files; a preset such as --precision sets several)")
+# the flag groups a command may take; "model?" is the optional form of "model"
+STATIC_GROUPS = {
+    "model": [Flag("--model", required=True, help="catalog name (see `vramsym models`) or path to a config.json")],
+    "model?": [Flag("--model", help="bind this model's numbers (catalog name or config.json path)")],
+    "gpu": [Flag("--gpu", required=True, help="capacity: 24GB (10^9 B), 24GiB (2^30 B), 80000MiB, or a GPU name")],
+    "gpu?": [Flag("--gpu", help="capacity to compare with (24GB, 24GiB, a GPU name)")],
+    "output": [Flag("--unit", choices=["GiB", "GB"], help="show sizes in GiB (2^30 B) or GB (10^9 B); default both"),
+               Flag("--json", "bool", help="machine-readable output")],
+    "json": [Flag("--json", "bool", help="machine-readable output")],
+    "formulas": [Flag("--formulas", "append", metavar="PATH", help="extra formula file or folder (repeatable)")],
+    "target": [Flag("target", "positional", required=True, metavar="TARGET",
+                    help="max_batch, max_seq, max_lora_rank or max_<any integer symbol>")],
+    "fit_inputs": [Flag("--batch", default="1", help="batch size (default 1)"),
+                   Flag("--seq", default="2048", help="sequence length (default 2048)")],
+    "derive": [Flag("--format", choices=["markdown", "latex"], default="markdown", help="output format"),
+               Flag("--standalone", "bool", help="LaTeX: a complete document"),
+               Flag("--solve", metavar="TARGET", help="derive a solve (max_batch, max_seq, ...) instead of an estimate")],
+    "export": [Flag("--to", required=True, choices=["python", "numpy", "javascript", "c", "json", "latex"],
+                    help="target language or format"),
+               Flag("--term", help="export one term instead of the whole regime"),
+               Flag("--free", default="batch,seq", help="with --model: symbols left as arguments (default batch,seq)")],
+    "measure": [Flag("--real", "bool", help="allocate real CPU tensors instead of FakeTensorMode (tiny models only)"),
+                Flag("--decode-steps", default="4", help="inference: decode steps after the prefill (default 4)")],
+    "dtype_name": [Flag("name", "positional", required=True, metavar="FORMAT", help="bf16, fp8-e4m3, nf4, ...")],
+    "files": [Flag("files", "positional+", metavar="FILE", help="formula files to check")],
+}
+
+
+def flag_group(group: str, iface) -> list:
+    """The flags of ``group``; ``regime``, ``inputs`` and ``options`` come from the formula files."""
+    if group in STATIC_GROUPS:
+        flags = STATIC_GROUPS[group]
+    elif group == "regime":
+        flags = [Flag("--regime", default="inference", choices=sorted(iface["regimes"]),
+                      help="regime (default: inference)")]
+    elif group == "inputs":
+        flags = [Flag(f"--{show(m['alias'])}", dest=f"in_{m['alias']}", metavar="N",
+                      help=f"{m['description']} (symbol {name})")
+                 for name, m in sorted(iface["symbols"].items(), key=lambda x: x[1]["alias"] or "") if m["alias"]]
+        flags.append(Flag("--set", "append", metavar="SYMBOL=VALUE",
+                          help="give any declared symbol a value (e.g. --set n_kv=1)"))
+    elif group == "options":
+        flags = []
         for name, o in sorted(iface["options"].items()):
             preset = iface["presets"].get(name)
-            extra = f"; sets {', '.join(show(t) for t, _ in next(iter(preset['choices'].values())))}" if preset else ""
-            grp.add_argument(f"--{show(name)}", dest=f"opt_{name}", type=_choice, choices=o["choices"],
-                             metavar="{" + ",".join(show(c) for c in o["choices"]) + "}",
-                             help=f"{o['description']} (default {show(o['default'])}{extra})")
-    elif g == "gpu":
-        sp.add_argument("--gpu", required=req, help="capacity: 24GB (10^9 B), 24GiB (2^30 B), 80000MiB, or a GPU name")
-    elif g == "output":
-        sp.add_argument("--unit", choices=["GiB", "GB"], default=None,
-                        help="show sizes in GiB (2^30 B) or GB (10^9 B); default both")
-        sp.add_argument("--json", action="store_true", help="machine-readable output")
-    elif g == "json":
-        sp.add_argument("--json", action="store_true", help="machine-readable output")
-    elif g == "target":
-        sp.add_argument("target", help="max_batch, max_seq, max_lora_rank or max_<any integer symbol>")
-    elif g == "derive":
-        sp.add_argument("--format", choices=["markdown", "latex"], default="markdown")
-        sp.add_argument("--standalone", action="store_true", help="LaTeX: a complete document")
-        sp.add_argument("--solve", metavar="TARGET", help="derive a solve (max_batch, max_seq, ...) instead of an estimate")
-    elif g == "export":
-        sp.add_argument("--to", required=True, choices=["python", "numpy", "javascript", "c", "json", "latex"])
-        sp.add_argument("--term", help="export one term instead of the whole regime")
-        sp.add_argument("--free", default="batch,seq", help="with --model: symbols left as arguments (default batch,seq)")
-    elif g == "measure":
-        sp.add_argument("--real", action="store_true", help="allocate real CPU tensors instead of FakeTensorMode (tiny models only)")
-        sp.add_argument("--decode-steps", type=int, default=4, help="inference: decode steps after the prefill (default 4)")
-    elif g == "dtype_name":
-        sp.add_argument("name")
-    elif g == "files":
-        sp.add_argument("files", nargs="+")
-    elif g == "formulas":
-        pass
+            extra = ""
+            if preset:
+                extra = "; a preset of " + ", ".join(show(t) for t, _ in next(iter(preset["choices"].values())))
+            flags.append(Flag(f"--{show(name)}", dest=f"opt_{name}", choices=o["choices"],
+                              help=f"{o['description']} (default {show(o['default'])}{extra})"))
     else:
         raise AssertionError(group)
+    title = {"inputs": "inputs (symbols of the formula files with a command-line name)",
+             "options": "options (from the formula files; a preset such as --precision sets several)"}.get(group, "")
+    return [Flag(f.name, f.kind, f.help, f.choices, f.required, f.default, f.metavar, f.dest, title) for f in flags]
 
 
-def _formulas_flag(p) -> None:
-    p.add_argument("--formulas", action="append", default=[], metavar="PATH", help="extra formula file or folder")
-
-
-def parser(iface, only=None) -> argparse.ArgumentParser:
-    """The argparse parser of :data:`COMMANDS` (with all flags for ``only``, or for every command)."""
-    epilog = "examples:\n" + "\n".join(f"  {ex}" for _, _, _, exs in COMMANDS for ex in exs[:1])
-    p = argparse.ArgumentParser(prog="vramsym", description="GPU memory of LLM jobs from cited formulas.",
-                                epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--version", action="version", version=f"vramsym {vramsym.__version__}")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+def commands(iface) -> dict:
+    """name -> (help, flags, examples), from :data:`COMMANDS` and the vocabulary."""
+    out = {}
     for name, help_, groups, examples in COMMANDS:
-        sp = sub.add_parser(name, help=help_, description=help_,
-                            epilog="examples:\n" + "\n".join(f"  {e}" for e in examples),
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
-        if only is None or only == name:
-            for g in groups:
-                _add_group(sp, g, iface)
-            if name not in ("dtype", "models", "gpus"):
-                _formulas_flag(sp)
-    return p
+        groups = list(groups) + (["formulas"] if name not in ("dtype", "models", "gpus", "check") else [])
+        out[name] = (help_, [f for g in groups for f in flag_group(g, iface)], examples)
+    return out
 
 
 # ---- handlers ----
 
 def _inputs(args):
     out = {k[3:]: v for k, v in vars(args).items() if k.startswith("in_") and v is not None}
-    for item in getattr(args, "set", []):
+    for item in getattr(args, "set", None) or []:
         if "=" not in item:
             raise InputError(f"--set expects SYMBOL=VALUE, got '{item}'")
         k, v = item.split("=", 1)
@@ -278,8 +261,12 @@ def cmd_export(args, voc):
 
 def cmd_measure(args, voc):
     model = vramsym.load_model(args.model, args.formulas)
+    try:
+        steps = int(args.decode_steps)
+    except ValueError:
+        raise InputError(f"--decode-steps takes a whole number, got '{args.decode_steps}'") from None
     res = vramsym.compare_with_pytorch(model, args.regime, _options(args), _inputs(args), fake=not args.real,
-                          decode_steps=args.decode_steps, library=voc.load_library())
+                                       decode_steps=steps, library=voc.load_library())
     if args.json:
         print(json.dumps(res, indent=2, default=str))
         return ExitStatus.OK
@@ -382,33 +369,27 @@ HANDLERS = {"estimate": cmd_estimate, "solve": cmd_solve, "fit": cmd_fit, "deriv
             "gpus": cmd_gpus, "formulas": cmd_formulas, "check": cmd_check}
 
 
-def _pre(argv):
-    """The flags that decide which vocabulary the parser is built from."""
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--formulas", action="append", default=[])
-    pre.add_argument("--json", action="store_true")
-    known, _ = pre.parse_known_args(argv)
-    return known
-
-
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    wants_json = False
+    wants_json = prescan(argv, "--json", "bool")
+    table = None
     try:
-        pre = _pre(argv)
-        wants_json = pre.json
-        command = next((a for a in argv if not a.startswith("-")), None)
+        formulas = prescan(argv, "--formulas") if argv[:1] != ["check"] else []
         from vramsym.runtime import vocabulary
-        voc = vocabulary(pre.formulas if command != "check" else ())
-        p = parser(voc.iface, command if command in HANDLERS else None)
-        if not argv:
-            p.print_help()
-            return ExitStatus.USAGE
-        args = p.parse_args(argv)
-        if args.command is None:
-            p.print_help()
-            return ExitStatus.USAGE
-        return int(HANDLERS[args.command](args, voc))
+        voc = vocabulary(formulas)
+        table = commands(voc.iface)
+        command, values = parse(argv, table, vramsym.__version__)
+        if command in ("help", "version"):
+            print(values, end="" if command == "help" else "\n")
+            return ExitStatus.USAGE if not argv else ExitStatus.OK
+        from types import SimpleNamespace
+        return int(HANDLERS[command](SimpleNamespace(**values), voc))
+    except UsageError as e:
+        if wants_json:
+            print(json.dumps({"error": e.to_dict()}, indent=2))
+        else:
+            print_usage_error(e, table or {})
+        return ExitStatus.USAGE
     except VramError as e:
         status = {DoesNotFit: ExitStatus.DOES_NOT_FIT, SolveError: ExitStatus.NO_SOLUTION}.get(type(e), ExitStatus.BAD_INPUT)
         if wants_json:

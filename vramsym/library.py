@@ -151,10 +151,11 @@ def _collect(lib: Library, modules: List[A.Module], diags: List[Diagnostic]) -> 
                     continue
                 lib.regimes[st.name] = st
             elif isinstance(st, A.PresetDef):
-                if st.option in lib.presets:
-                    diags.append(Diagnostic(st.span, "definition", MSG_DUPLICATE.format(name=f"preset {st.option}", first=_where(lib.presets[st.option].span))))
+                if st.option in lib.options:
+                    diags.append(Diagnostic(st.span, "definition", MSG_DUPLICATE.format(name=st.option, first=_where(lib.options[st.option].span))))
                     continue
                 lib.presets[st.option] = st
+                lib.options[st.option] = st.as_option()
             elif isinstance(st, A.FitDef):
                 lib.fits.append(st)
 

@@ -126,7 +126,10 @@ class _Builder(Transformer):
 
     @v_args(meta=True)
     def preset_def(self, meta, items):
-        return A.PresetDef(str(items[0]), tuple(items[1:]), self._span(meta))
+        name, default, desc, *rest = items
+        cases = tuple(i for i in rest if not (isinstance(i, tuple) and len(i) == 2 and isinstance(i[0], str)))
+        sources = tuple(v for i in rest if isinstance(i, tuple) and len(i) == 2 and i[0] == "sources" for v in [i[1]])
+        return A.PresetDef(str(name), cases, self._span(meta), str(default), self._str(desc), sources)
 
     @v_args(meta=True)
     def preset_case(self, meta, items):
