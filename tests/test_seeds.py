@@ -87,27 +87,24 @@ def test_llama31_8b_mixed_adamw_is_16_bytes_per_param(lib):
 
 
 def test_a_new_precision_recipe_is_one_preset_line(tmp_path):
-    """fp8 mixed training (fp8 matmuls over bf16 weights, fp32 states and master): a new choice
-    of `precision` and one preset line over the per-tensor formats, nothing else."""
+    """A recipe (bf16 weights, compute and gradients with fp32 optimizer states, as
+    torchao's AnyPrecisionAdamW and many trainers run it) is one line of the preset."""
     import shutil
-    from pathlib import Path
     from vramsym.paths import formulas_dir
     d = tmp_path / "formulas"
     shutil.copytree(formulas_dir(), d)
     p = d / "dtypes.vram"
     text = p.read_text()
-    text = text.replace("option compute_format {fp32, bf16, fp16}", "option compute_format {fp32, bf16, fp16, fp8}")
-    text = text.replace("term compute_bytes = match compute_format { fp32: bytes_fp32, bf16: bytes_bf16, fp16: bytes_fp16 }",
-                        "term compute_bytes = match compute_format { fp32: bytes_fp32, bf16: bytes_bf16, fp16: bytes_fp16, fp8: bytes_fp8 }")
-    text = text.replace("megatron, fp16_fp32grad} default bf16", "megatron, fp16_fp32grad, fp8_mixed} default bf16")
-    text = text.replace("preset precision {\n", "preset precision {\n    fp8_mixed: weight_format = bf16, compute_format = fp8, grad_format = bf16, state_format = fp32, master = fp32\n")
-    p.write_text(text)
+    line = "    bf16_fp32states: weight_format = bf16, compute_format = bf16, grad_format = bf16, state_format = fp32, master = none\n"
+    assert "preset precision default bf16" in text
+    i = text.index("{\n", text.index("preset precision default bf16")) + 2
+    p.write_text(text[:i] + line + text[i:])
     from vramsym.library import load_or_raise
     lib = load_or_raise([d])
     m = vramsym.load_model("llama-3.1-8b")
     P = 8_030_261_248
-    new = vramsym.estimate(m, "train_states", {"precision": "fp8_mixed"}, library=lib)
-    assert new.total_bytes == P * (2 + 4 + 2 + 8) + 4 * 291       # bf16 weights, fp32 master, bf16 grads, 2 fp32 moments
+    new = vramsym.estimate(m, "train_states", {"precision": "bf16_fp32states"}, library=lib)
+    assert new.total_bytes == P * (2 + 2 + 8) + 4 * 291       # bf16 weights and grads, two fp32 moments
     # the existing recipes are unchanged by the addition
     for prec in ("bf16", "mixed_bf16", "zero_mixed"):
         for regime in ("inference", "train"):
