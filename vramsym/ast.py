@@ -118,6 +118,37 @@ class Match:
 Expr = Union[Num, Name, UnitLiteral, BinOp, Neg, Compare, Call, Match]
 
 
+def children(node) -> tuple:
+    """The sub-expressions of an expression node, in order."""
+    get = _CHILDREN.get(type(node))
+    return get(node) if get else ()
+
+
+_CHILDREN = {
+    BinOp: lambda e: (e.left, e.right),
+    Compare: lambda e: (e.left, e.right),
+    Neg: lambda e: (e.operand,),
+    Call: lambda e: tuple(e.args),
+    Match: lambda e: tuple(c.expr for c in e.cases),
+}
+
+
+class Visitor:
+    """Walks an expression tree as lark's visitors do: ``visit(node)`` calls
+    ``visit_<NodeClass>(node)``; a node class without its method gets ``generic_visit``,
+    which visits the children and returns None. Every pass over expressions (building
+    sympy, checking names and units, collecting names or options) is one of these."""
+
+    def visit(self, node):
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        return method(node) if method is not None else self.generic_visit(node)
+
+    def generic_visit(self, node):
+        for c in children(node):
+            self.visit(c)
+        return None
+
+
 # ---- statements ----
 @dataclass(frozen=True)
 class Include:

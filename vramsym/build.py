@@ -34,47 +34,48 @@ def placeholder(name: str) -> sympy.Symbol:
 
 
 def to_sympy(expr: A.Expr, resolve: Callable[[str], sympy.Expr], options: Mapping[str, str]) -> sympy.Expr:
-    def go(e):
-        if isinstance(e, A.Num):
-            return sympy.Rational(e.value.numerator, e.value.denominator)
-        if isinstance(e, A.Name):
-            return resolve(e.name)
-        if isinstance(e, A.UnitLiteral):
-            return sympy.Integer(1)
-        if isinstance(e, A.Neg):
-            return -go(e.operand)
-        if isinstance(e, A.BinOp):
-            l, r = go(e.left), go(e.right)
-            if e.op == "+":
-                return l + r
-            if e.op == "-":
-                return l - r
-            if e.op == "*":
-                return l * r
-            if e.op == "/":
-                return l / r
-            return l ** r
-        if isinstance(e, A.Compare):
-            return _COMPARE[e.op](go(e.left), go(e.right))
-        if isinstance(e, A.Call):
-            args = [go(a) for a in e.args]
-            if e.func == "min":
-                return sympy.Min(*args)
-            if e.func == "max":
-                return sympy.Max(*args)
-            if e.func == "ceil":
-                return sympy.ceiling(args[0])
-            if e.func == "floor":
-                return sympy.floor(args[0])
-            if e.func == "if":
-                return sympy.Piecewise((args[1], args[0]), (args[2], True))
-            raise AssertionError(e.func)
-        if isinstance(e, A.Match):
-            chosen = options[e.option]
-            for c in e.cases:
-                if chosen in c.labels:
-                    return go(c.expr)
-            raise AssertionError(f"match on {e.option} has no case {chosen}")
-        raise AssertionError(f"unhandled node {e!r}")
+    """``expr`` as sympy; ``resolve`` gives each name's sympy value, ``options`` choose the ``match`` cases."""
+    return SymPyBuilder(resolve, options).visit(expr)
 
-    return go(expr)
+
+class SymPyBuilder(A.Visitor):
+    _CALLS = {"min": sympy.Min, "max": sympy.Max, "ceil": sympy.ceiling, "floor": sympy.floor}
+    _BINARY = {"+": lambda l, r: l + r, "-": lambda l, r: l - r, "*": lambda l, r: l * r,
+               "/": lambda l, r: l / r, "^": lambda l, r: l ** r}
+
+    def __init__(self, resolve, options):
+        self.resolve, self.options = resolve, options
+
+    def visit_Num(self, e):
+        return sympy.Rational(e.value.numerator, e.value.denominator)
+
+    def visit_Name(self, e):
+        return self.resolve(e.name)
+
+    def visit_UnitLiteral(self, e):
+        return sympy.Integer(1)
+
+    def visit_Neg(self, e):
+        return -self.visit(e.operand)
+
+    def visit_BinOp(self, e):
+        return self._BINARY[e.op](self.visit(e.left), self.visit(e.right))
+
+    def visit_Compare(self, e):
+        return _COMPARE[e.op](self.visit(e.left), self.visit(e.right))
+
+    def visit_Call(self, e):
+        args = [self.visit(a) for a in e.args]
+        if e.func == "if":
+            return sympy.Piecewise((args[1], args[0]), (args[2], True))
+        return self._CALLS[e.func](*args)
+
+    def visit_Match(self, e):
+        chosen = self.options[e.option]
+        for c in e.cases:
+            if chosen in c.labels:
+                return self.visit(c.expr)
+        raise AssertionError(f"match on {e.option} has no case {chosen}")
+
+    def generic_visit(self, node):
+        raise AssertionError(f"unhandled node {node!r}")

@@ -131,33 +131,55 @@ def _where(span: A.Span) -> str:
 
 
 def _collect(lib: Library, modules: List[A.Module], diags: List[Diagnostic]) -> None:
-    values: Dict[str, A.Span] = {}
+    c = _Collector(lib, diags)
     for m in modules:
         for st in m.statements:
-            if isinstance(st, (A.SymbolDecl, A.TermDef)):
-                if st.name in values:
-                    diags.append(Diagnostic(st.span, "definition", MSG_DUPLICATE.format(name=st.name, first=_where(values[st.name]))))
-                    continue
-                values[st.name] = st.span
-                (lib.symbols if isinstance(st, A.SymbolDecl) else lib.terms)[st.name] = st
-            elif isinstance(st, A.OptionDecl):
-                if st.name in lib.options:
-                    diags.append(Diagnostic(st.span, "definition", MSG_DUPLICATE.format(name=st.name, first=_where(lib.options[st.name].span))))
-                    continue
-                lib.options[st.name] = st
-            elif isinstance(st, A.RegimeDef):
-                if st.name in lib.regimes:
-                    diags.append(Diagnostic(st.span, "definition", MSG_DUPLICATE.format(name=st.name, first=_where(lib.regimes[st.name].span))))
-                    continue
-                lib.regimes[st.name] = st
-            elif isinstance(st, A.PresetDef):
-                if st.option in lib.options:
-                    diags.append(Diagnostic(st.span, "definition", MSG_DUPLICATE.format(name=st.option, first=_where(lib.options[st.option].span))))
-                    continue
-                lib.presets[st.option] = st
-                lib.options[st.option] = st.as_option()
-            elif isinstance(st, A.FitDef):
-                lib.fits.append(st)
+            c.visit(st)
+
+
+class _Collector(A.Visitor):
+    """Gathers the declarations of every file into the library; a name declared twice is a diagnostic."""
+
+    def __init__(self, lib: Library, diags: List[Diagnostic]):
+        self.lib, self.diags, self.values = lib, diags, {}
+
+    def _fresh(self, name, span, seen_span) -> bool:
+        if seen_span is not None:
+            self.diags.append(Diagnostic(span, "definition", MSG_DUPLICATE.format(name=name, first=_where(seen_span))))
+            return False
+        return True
+
+    def visit_SymbolDecl(self, st):
+        if self._fresh(st.name, st.span, self.values.get(st.name)):
+            self.values[st.name] = st.span
+            self.lib.symbols[st.name] = st
+
+    def visit_TermDef(self, st):
+        if self._fresh(st.name, st.span, self.values.get(st.name)):
+            self.values[st.name] = st.span
+            self.lib.terms[st.name] = st
+
+    def visit_OptionDecl(self, st):
+        seen = self.lib.options.get(st.name)
+        if self._fresh(st.name, st.span, seen.span if seen else None):
+            self.lib.options[st.name] = st
+
+    def visit_RegimeDef(self, st):
+        seen = self.lib.regimes.get(st.name)
+        if self._fresh(st.name, st.span, seen.span if seen else None):
+            self.lib.regimes[st.name] = st
+
+    def visit_PresetDef(self, st):
+        seen = self.lib.options.get(st.option)
+        if self._fresh(st.option, st.span, seen.span if seen else None):
+            self.lib.presets[st.option] = st
+            self.lib.options[st.option] = st.as_option()
+
+    def visit_FitDef(self, st):
+        self.lib.fits.append(st)
+
+    def visit_Include(self, st):
+        pass        # followed while reading the files
 
 
 def _check_choices(lib: Library, diags, assigns) -> None:
@@ -243,40 +265,53 @@ def _check(lib: Library, diags: List[Diagnostic], units_file: str) -> None:
     _check_cycles(lib, diags)
 
 
-def _check_names(e: A.Expr, lib: Library, diags: List[Diagnostic], in_if: bool) -> None:
-    if isinstance(e, A.Name):
-        if e.name not in lib.symbols and e.name not in lib.terms:
-            diags.append(Diagnostic(e.span, "name", MSG_UNKNOWN_NAME.format(name=e.name)))
-    elif isinstance(e, A.BinOp):
-        _check_names(e.left, lib, diags, False)
-        _check_names(e.right, lib, diags, False)
-    elif isinstance(e, A.Neg):
-        _check_names(e.operand, lib, diags, False)
-    elif isinstance(e, A.Compare):
+def _check_names(e: A.Expr, lib: Library, diags: List[Diagnostic], in_if: bool = False) -> None:
+    _NameCheck(lib, diags).check(e, in_if)
+
+
+class _NameCheck(A.Visitor):
+    """Names, functions and their arity, comparisons only inside if(), match coverage."""
+
+    def __init__(self, lib: Library, diags: List[Diagnostic]):
+        self.lib, self.diags, self.in_if = lib, diags, False
+
+    def check(self, e, in_if=False):
+        self.in_if = in_if
+        self.visit(e)
+
+    def visit_Name(self, e):
+        if e.name not in self.lib.symbols and e.name not in self.lib.terms:
+            self.diags.append(Diagnostic(e.span, "name", MSG_UNKNOWN_NAME.format(name=e.name)))
+
+    def visit_Compare(self, e):
+        in_if, self.in_if = self.in_if, False     # set only for the condition of an if()
         if not in_if:
-            diags.append(Diagnostic(e.span, "syntax", MSG_COMPARE_OUTSIDE_IF))
-        _check_names(e.left, lib, diags, False)
-        _check_names(e.right, lib, diags, False)
-    elif isinstance(e, A.Call):
+            self.diags.append(Diagnostic(e.span, "syntax", MSG_COMPARE_OUTSIDE_IF))
+        self.generic_visit(e)
+
+    def visit_Call(self, e):
         if e.func not in FUNCTIONS:
-            diags.append(Diagnostic(e.span, "name", MSG_UNKNOWN_FUNCTION.format(name=e.func, known=", ".join(sorted(FUNCTIONS)))))
+            self.diags.append(Diagnostic(e.span, "name", MSG_UNKNOWN_FUNCTION.format(
+                name=e.func, known=", ".join(sorted(FUNCTIONS)))))
             return
         lo, hi = FUNCTIONS[e.func]
         n = len(e.args)
         if n < lo or (hi is not None and n > hi):
             exp = str(lo) if lo == hi else f"at least {lo}"
-            diags.append(Diagnostic(e.span, "syntax", MSG_ARITY.format(name=e.func, expected=exp, got=n)))
+            self.diags.append(Diagnostic(e.span, "syntax", MSG_ARITY.format(name=e.func, expected=exp, got=n)))
             return
         for i, a in enumerate(e.args):
             if e.func == "if" and i == 0:
                 if not isinstance(a, A.Compare):
-                    diags.append(Diagnostic(a.span, "syntax", MSG_IF_CONDITION))
+                    self.diags.append(Diagnostic(a.span, "syntax", MSG_IF_CONDITION))
                     continue
-                _check_names(a, lib, diags, True)
+                self.check(a, True)
             else:
-                _check_names(a, lib, diags, False)
-    elif isinstance(e, A.Match):
-        opt = lib.options.get(e.option)
+                self.check(a, False)
+
+    def visit_Match(self, e):
+        opt = self.lib.options.get(e.option)
+        diags = self.diags
         if opt is None:
             diags.append(Diagnostic(e.span, "name", MSG_UNKNOWN_OPTION.format(name=e.option)))
         else:
@@ -284,15 +319,17 @@ def _check_names(e: A.Expr, lib: Library, diags: List[Diagnostic], in_if: bool) 
             for c in e.cases:
                 for label in c.labels:
                     if label not in opt.choices:
-                        diags.append(Diagnostic(c.span, "name", MSG_UNKNOWN_CHOICE.format(option=opt.name, choice=label, choices=", ".join(opt.choices))))
+                        diags.append(Diagnostic(c.span, "name", MSG_UNKNOWN_CHOICE.format(
+                            option=opt.name, choice=label, choices=", ".join(opt.choices))))
                     elif label in covered:
-                        diags.append(Diagnostic(c.span, "definition", MSG_DUPLICATE.format(name=f"{opt.name}={label}", first="an earlier case")))
+                        diags.append(Diagnostic(c.span, "definition", MSG_DUPLICATE.format(
+                            name=f"{opt.name}={label}", first="an earlier case")))
                     covered.add(label)
             missing = [c for c in opt.choices if c not in covered]
             if missing:
-                diags.append(Diagnostic(e.span, "definition", MSG_MATCH_INCOMPLETE.format(option=opt.name, missing=", ".join(missing))))
-        for c in e.cases:
-            _check_names(c.expr, lib, diags, False)
+                diags.append(Diagnostic(e.span, "definition", MSG_MATCH_INCOMPLETE.format(
+                    option=opt.name, missing=", ".join(missing))))
+        self.generic_visit(e)
 
 
 def _check_regimes(lib: Library, diags, check_expr, declared) -> None:
@@ -322,25 +359,19 @@ def _check_regimes(lib: Library, diags, check_expr, declared) -> None:
             cur = lib.regimes[cur.extends]
 
 
-def names_in(e: A.Expr) -> List[A.Name]:
-    out: List[A.Name] = []
+class _Names(A.Visitor):
+    def __init__(self):
+        self.found: List[A.Name] = []
 
-    def go(x):
-        if isinstance(x, A.Name):
-            out.append(x)
-        elif isinstance(x, (A.BinOp, A.Compare)):
-            go(x.left)
-            go(x.right)
-        elif isinstance(x, A.Neg):
-            go(x.operand)
-        elif isinstance(x, A.Call):
-            for a in x.args:
-                go(a)
-        elif isinstance(x, A.Match):
-            for c in x.cases:
-                go(c.expr)
-    go(e)
-    return out
+    def visit_Name(self, e):
+        self.found.append(e)
+
+
+def names_in(e: A.Expr) -> List[A.Name]:
+    """Every name an expression reads, in order."""
+    v = _Names()
+    v.visit(e)
+    return v.found
 
 
 def _check_cycles(lib: Library, diags: List[Diagnostic]) -> None:

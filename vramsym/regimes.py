@@ -121,24 +121,20 @@ def compose(lib: Library, name: str, options: Mapping[str, str] = (),
 
 def used_options(lib: Library, composed: Composed) -> List[str]:
     """Options whose choice changes this regime (they appear in a reached match)."""
-    used = set()
-
-    def go(e):
-        if isinstance(e, A.Match):
-            used.add(e.option)
-            for c in e.cases:
-                go(c.expr)
-        elif isinstance(e, (A.BinOp, A.Compare)):
-            go(e.left)
-            go(e.right)
-        elif isinstance(e, A.Neg):
-            go(e.operand)
-        elif isinstance(e, A.Call):
-            for a in e.args:
-                go(a)
-
+    v = _Options()
     chain = regime_chain(lib, composed.regime)
     lets = {l.name: l.expr for r in chain for l in r.lets}
     for n in composed.definitions:
-        go(lets.get(n) or lib.terms[n].expr)
-    return sorted(used)
+        v.visit(lets.get(n) or lib.terms[n].expr)
+    return sorted(v.used)
+
+
+class _Options(A.Visitor):
+    """The options a ``match`` reads."""
+
+    def __init__(self):
+        self.used = set()
+
+    def visit_Match(self, e):
+        self.used.add(e.option)
+        self.generic_visit(e)

@@ -26,22 +26,32 @@ def registry(units_file: str) -> pint.UnitRegistry:
 
 def build_unit(node: A.Unit, ureg: pint.UnitRegistry, diags: List[Diagnostic]) -> Optional[pint.Unit]:
     """Turn a unit syntax tree into a pint unit; unknown names become diagnostics."""
-    if isinstance(node, A.UnitOne):
-        return ureg.dimensionless
-    if isinstance(node, A.UnitName):
-        if node.name not in ureg:
-            diags.append(Diagnostic(node.span, "unit", MSG_UNKNOWN_UNIT.format(
-                name=node.name, known=", ".join(sorted(_canonical(ureg))))))
+    return UnitBuilder(ureg, diags).visit(node)
+
+
+class UnitBuilder(A.Visitor):
+    def __init__(self, ureg, diags):
+        self.ureg, self.diags = ureg, diags
+
+    def visit_UnitOne(self, node):
+        return self.ureg.dimensionless
+
+    def visit_UnitName(self, node):
+        if node.name not in self.ureg:
+            self.diags.append(Diagnostic(node.span, "unit", MSG_UNKNOWN_UNIT.format(
+                name=node.name, known=", ".join(sorted(_canonical(self.ureg))))))
             return None
-        return ureg.Unit(node.name)
-    if isinstance(node, A.UnitPow):
-        base = build_unit(node.base, ureg, diags)
+        return self.ureg.Unit(node.name)
+
+    def visit_UnitPow(self, node):
+        base = self.visit(node.base)
         return None if base is None else base ** node.exponent
-    left = build_unit(node.left, ureg, diags)
-    right = build_unit(node.right, ureg, diags)
-    if left is None or right is None:
-        return None
-    return left * right if node.op == "*" else left / right
+
+    def visit_UnitBin(self, node):
+        left, right = self.visit(node.left), self.visit(node.right)
+        if left is None or right is None:
+            return None
+        return left * right if node.op == "*" else left / right
 
 
 def _canonical(ureg) -> List[str]:
@@ -76,68 +86,81 @@ Lookup = Callable[[A.Name], Optional[pint.Unit]]
 def unit_of(expr: A.Expr, lookup: Lookup, ureg: pint.UnitRegistry,
             diags: List[Diagnostic]) -> Optional[pint.Unit]:
     """The unit of ``expr``; ``None`` when an error was reported (errors do not cascade)."""
-    one = ureg.dimensionless
+    return UnitOf(lookup, ureg, diags).visit(expr)
 
-    def go(e):
-        if isinstance(e, A.Num):
-            return one
-        if isinstance(e, A.Name):
-            return lookup(e)
-        if isinstance(e, A.UnitLiteral):
-            return build_unit(e.unit, ureg, diags)
-        if isinstance(e, A.Neg):
-            return go(e.operand)
-        if isinstance(e, A.BinOp):
-            left, right = go(e.left), go(e.right)
-            if e.op == "^":
-                if left is None:
-                    return None
-                if right is not None and not right.dimensionality == one.dimensionality:
-                    diags.append(Diagnostic(e.right.span, "unit", MSG_NOT_DIMENSIONLESS.format(
-                        what="an exponent", actual=fmt(right))))
-                    return None
-                if left.dimensionality == one.dimensionality:
-                    return one
-                exp = _constant(e.right)
-                if exp is None:
-                    diags.append(Diagnostic(e.span, "unit", MSG_EXPONENT.format(unit=fmt(left))))
-                    return None
-                return left ** float(exp) if exp.denominator != 1 else left ** int(exp)
-            if left is None or right is None:
+
+class UnitOf(A.Visitor):
+    def __init__(self, lookup: Lookup, ureg: pint.UnitRegistry, diags: List[Diagnostic]):
+        self.lookup, self.ureg, self.diags = lookup, ureg, diags
+        self.one = ureg.dimensionless
+
+    def visit_Num(self, e):
+        return self.one
+
+    def visit_Name(self, e):
+        return self.lookup(e)
+
+    def visit_UnitLiteral(self, e):
+        return build_unit(e.unit, self.ureg, self.diags)
+
+    def visit_Neg(self, e):
+        return self.visit(e.operand)
+
+    def visit_BinOp(self, e):
+        left, right = self.visit(e.left), self.visit(e.right)
+        one, diags = self.one, self.diags
+        if e.op == "^":
+            if left is None:
                 return None
-            if e.op == "*":
-                return left * right
-            if e.op == "/":
-                return left / right
-            if not same(left, right):
-                diags.append(Diagnostic(e.span, "unit", MSG_UNIT_MISMATCH.format(
-                    op="add" if e.op == "+" else "subtract", left=fmt(left), right=fmt(right))))
+            if right is not None and not right.dimensionality == one.dimensionality:
+                diags.append(Diagnostic(e.right.span, "unit", MSG_NOT_DIMENSIONLESS.format(
+                    what="an exponent", actual=fmt(right))))
                 return None
-            return left
-        if isinstance(e, A.Compare):
-            left, right = go(e.left), go(e.right)
-            if left is not None and right is not None and not same(left, right):
-                diags.append(Diagnostic(e.span, "unit", MSG_UNIT_MISMATCH.format(
-                    op="compare", left=fmt(left), right=fmt(right))))
-            return one
-        if isinstance(e, A.Call):
-            units = [go(a) for a in e.args]
-            if e.func in ("ceil", "floor"):
-                u = units[0] if units else None
-                if u is not None and not same(u, one):
-                    diags.append(Diagnostic(e.span, "unit", MSG_NOT_DIMENSIONLESS.format(
-                        what=f"the argument of {e.func}()", actual=fmt(u))))
-                    return None
+            if left.dimensionality == one.dimensionality:
                 return one
-            values = units[1:] if e.func == "if" else units
-            return _common(values, [a.span for a in (e.args[1:] if e.func == "if" else e.args)],
-                           "combine", diags)
-        if isinstance(e, A.Match):
-            units = [go(c.expr) for c in e.cases]
-            return _common(units, [c.span for c in e.cases], "combine", diags)
-        raise AssertionError(f"unhandled node {e!r}")
+            exp = Constant().visit(e.right)
+            if exp is None:
+                diags.append(Diagnostic(e.span, "unit", MSG_EXPONENT.format(unit=fmt(left))))
+                return None
+            return left ** float(exp) if exp.denominator != 1 else left ** int(exp)
+        if left is None or right is None:
+            return None
+        if e.op == "*":
+            return left * right
+        if e.op == "/":
+            return left / right
+        if not same(left, right):
+            diags.append(Diagnostic(e.span, "unit", MSG_UNIT_MISMATCH.format(
+                op="add" if e.op == "+" else "subtract", left=fmt(left), right=fmt(right))))
+            return None
+        return left
 
-    return go(expr)
+    def visit_Compare(self, e):
+        left, right = self.visit(e.left), self.visit(e.right)
+        if left is not None and right is not None and not same(left, right):
+            self.diags.append(Diagnostic(e.span, "unit", MSG_UNIT_MISMATCH.format(
+                op="compare", left=fmt(left), right=fmt(right))))
+        return self.one
+
+    def visit_Call(self, e):
+        units = [self.visit(a) for a in e.args]
+        if e.func in ("ceil", "floor"):
+            u = units[0] if units else None
+            if u is not None and not same(u, self.one):
+                self.diags.append(Diagnostic(e.span, "unit", MSG_NOT_DIMENSIONLESS.format(
+                    what=f"the argument of {e.func}()", actual=fmt(u))))
+                return None
+            return self.one
+        values = units[1:] if e.func == "if" else units
+        return _common(values, [a.span for a in (e.args[1:] if e.func == "if" else e.args)],
+                       "combine", self.diags)
+
+    def visit_Match(self, e):
+        units = [self.visit(c.expr) for c in e.cases]
+        return _common(units, [c.span for c in e.cases], "combine", self.diags)
+
+    def generic_visit(self, node):
+        raise AssertionError(f"unhandled node {node!r}")
 
 
 def _common(units, spans, op, diags):
@@ -154,22 +177,27 @@ def _common(units, spans, op, diags):
     return first
 
 
-def _constant(e: A.Expr):
+class Constant(A.Visitor):
     """Value of a constant numeric expression (for exponents), else None."""
-    from fractions import Fraction
-    if isinstance(e, A.Num):
+
+    def visit_Num(self, e):
         return e.value
-    if isinstance(e, A.Neg):
-        v = _constant(e.operand)
+
+    def visit_Neg(self, e):
+        v = self.visit(e.operand)
         return None if v is None else -v
-    if isinstance(e, A.BinOp) and e.op in "+-*/":
-        l, r = _constant(e.left), _constant(e.right)
-        if l is None or r is None:
+
+    def visit_BinOp(self, e):
+        if e.op not in "+-*/":
             return None
-        if e.op == "/" and r == 0:
+        from fractions import Fraction
+        l, r = self.visit(e.left), self.visit(e.right)
+        if l is None or r is None or (e.op == "/" and r == 0):
             return None
-        return {"+": l + r, "-": l - r, "*": l * r, "/": Fraction(l) / r if r else None}[e.op]
-    return None
+        return {"+": lambda: l + r, "-": lambda: l - r, "*": lambda: l * r, "/": lambda: Fraction(l) / r}[e.op]()
+
+    def generic_visit(self, node):
+        return None
 
 
 def units_file_default() -> str:
