@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import vramsym  # noqa: E402
-from vramsym.measure import compare  # noqa: E402
-from vramsym.models import _spec  # noqa: E402
+from vramsym.measure.compare import compare  # noqa: E402
+from vramsym.catalog.models import _spec  # noqa: E402
 
 TINY_MIXTRAL = {"model_type": "mixtral", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
                 "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256, "num_local_experts": 4,

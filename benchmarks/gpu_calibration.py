@@ -36,7 +36,7 @@ CASES = [  # (catalog model, regime, options, batch, seq)
 
 
 def run_case(torch, transformers, name, regime, opts, b, s):
-    from vramsym.measure import measure_args
+    from vramsym.measure.compare import measure_args
     lib = vramsym.load_library()
     model = vramsym.load_model(name)
     est = vramsym.estimate(model, regime, dict(opts, overhead="none"), {"batch": b, "seq": s}, library=lib)

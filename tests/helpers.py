@@ -2,8 +2,8 @@
 from pathlib import Path
 import tempfile
 
-from vramsym.library import load, load_or_raise
-from vramsym.paths import formulas_dir
+from vramsym.lang.library import load, load_or_raise
+from vramsym.catalog.paths import formulas_dir
 
 
 def load_text(text: str, name: str = "t.vram", bundled: bool = False):

@@ -8,8 +8,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from vramsym.measure import compare  # noqa: E402
-from vramsym.models import _spec  # noqa: E402
+from vramsym.measure.compare import compare  # noqa: E402
+from vramsym.catalog.models import _spec  # noqa: E402
 
 TINY = {
     "llama": {"model_type": "llama", "hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 2,

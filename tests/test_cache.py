@@ -106,7 +106,7 @@ def test_editing_a_stage_changes_the_answer(env, tmp_path):
     shutil.copytree(ROOT / "formulas", pkg / "formulas")
     before = _run(ARGV, env, cwd=tmp_path, pkg_parent=pkg)
     assert before[0] == 0, before
-    regimes = pkg / "vramsym" / "regimes.py"     # stage 4: every component counted twice
+    regimes = pkg / "vramsym" / "engine" / "regimes.py"     # stage 4: every component counted twice
     text = regimes.read_text()
     assert "return sympy.Add(*[self.expanded[c] for c in self.components])" in text
     regimes.write_text(text.replace("return sympy.Add(*[self.expanded[c] for c in self.components])",
@@ -117,7 +117,7 @@ def test_editing_a_stage_changes_the_answer(env, tmp_path):
 
 
 def test_cache_keeps_a_bounded_number_of_keys(env, tmp_path):
-    from vramsym import cache
+    from vramsym.engine import cache
     d = Path(env["VRAMSYM_CACHE_DIR"])
     old = dict(os.environ)
     os.environ.update(env)

@@ -115,7 +115,7 @@ def test_standalone_latex_is_a_document(solution, lib):
 
 def test_solution_derivation_content(solution, lib):
     md = derivation(solution, lib)
-    from vramsym.steps import derivation_steps
+    from vramsym.engine.steps import derivation_steps
     all_steps = derivation_steps(solution, lib)
     steps = {s.kind: s for s in all_steps}
     # the steps in order

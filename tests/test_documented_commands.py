@@ -61,10 +61,13 @@ def workdir(tmp_path_factory):
 
 @pytest.mark.parametrize("where,line,status", CASES, ids=[f"{w}: {l[:70]}" for w, l, _ in CASES])
 def test_documented_command(workdir, where, line, status):
+    import os
     argv = shlex.split(line)
     assert argv[0] == "vramsym"
+    env = dict(os.environ, VRAMSYM_CACHE_DIR=str(workdir / ".cache"))   # shared: what users get
+    env.pop("VRAMSYM_NO_CACHE", None)
     r = subprocess.run([sys.executable, "-m", "vramsym.cli", *argv[1:]], capture_output=True, text=True,
-                       cwd=workdir, timeout=300)
+                       cwd=workdir, timeout=300, env=env)
     assert r.returncode == status, (where, line, r.stderr[-2000:])
     assert "Traceback" not in r.stderr
 

@@ -3,8 +3,8 @@ from fractions import Fraction
 
 import pytest
 
-from vramsym.dtypes import explain
-from vramsym.diagnostics import InputError
+from vramsym.catalog.dtypes import explain
+from vramsym.lang.diagnostics import InputError
 
 
 @pytest.mark.parametrize("name,max_normal,min_normal,eps", [

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import vramsym
 from vramsym.printers import export
 from vramsym.printers.codegen import prepare
-from vramsym.regimes import used_options
+from vramsym.engine.regimes import used_options
 
 from katex_util import katex_failures, latex_math
 

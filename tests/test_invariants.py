@@ -8,8 +8,8 @@ from hypothesis import given, settings, strategies as st, HealthCheck
 
 import vramsym
 from helpers import estimate
-from vramsym.models import catalog
-from vramsym.regimes import compose
+from vramsym.catalog.models import catalog
+from vramsym.engine.regimes import compose
 
 MODELS = sorted(catalog())
 LIB = vramsym.load_library(use_cache=False)

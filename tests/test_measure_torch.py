@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from vramsym.measure_torch import measure  # noqa: E402
+from vramsym.measure.torch_backend import measure  # noqa: E402
 
 # Tiny Llama: h=64, I=128, 2 layers, 4 heads (head_dim 16), 2 kv heads, vocab 128, untied.
 TINY = dict(model_type="llama", hidden_size=64, intermediate_size=128, num_hidden_layers=2,
@@ -142,6 +142,6 @@ def test_bad_arguments():
 
 
 def test_module_import_is_lazy():
-    code = "import sys, vramsym.measure_torch; assert 'torch' not in sys.modules, 'torch imported eagerly'"
+    code = "import sys, vramsym.measure.torch_backend; assert 'torch' not in sys.modules, 'torch imported eagerly'"
     root = pathlib.Path(__file__).resolve().parents[1]
     subprocess.run([sys.executable, "-c", code], check=True, cwd=root)

@@ -16,7 +16,7 @@ def test_wheel_contains_formulas(tmp_path):
         pytest.skip(f"cannot build a wheel here: {r.stderr[-300:]}")
     wheel = next(tmp_path.glob("vramsym-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
-    for needed in ("vramsym/grammar.lark", "vramsym/formulas/units.txt", "vramsym/formulas/inference.vram",
+    for needed in ("vramsym/lang/grammar.lark", "vramsym/formulas/units.txt", "vramsym/formulas/inference.vram",
                    "vramsym/formulas/training.vram", "vramsym/formulas/gpus.json",
                    "vramsym/formulas/models/llama-3.1-8b.json", "vramsym/formulas/architectures.json"):
         assert needed in names, needed

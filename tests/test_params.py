@@ -4,7 +4,7 @@ import json
 import pytest
 
 import vramsym
-from vramsym.models import catalog
+from vramsym.catalog.models import catalog
 
 
 def params(lib, name):
@@ -32,7 +32,7 @@ def test_catalog_count_matches_transformers(lib, name):
     """transformers instantiates the same config on the meta device; counts must agree to the parameter."""
     transformers = pytest.importorskip("transformers")
     torch = pytest.importorskip("torch")
-    from vramsym.models import load_model
+    from vramsym.catalog.models import load_model
     entry = json.loads(catalog()[name].read_text())
     cfg = dict(entry["config"])
     if cfg.get("model_type") == "deepseek_v3":

@@ -2,10 +2,10 @@
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
-from vramsym import ast as A
-from vramsym.diagnostics import FormulaError, VramError
-from vramsym.parse import parse_text
-from vramsym.library import load_or_raise
+from vramsym.lang import ast as A
+from vramsym.lang.diagnostics import FormulaError, VramError
+from vramsym.lang.parse import parse_text
+from vramsym.lang.library import load_or_raise
 
 from helpers import load_text, lib_text
 

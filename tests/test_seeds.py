@@ -5,7 +5,7 @@ Seed 2: "大模型显存需求分析与优化实战技巧" (003_e02a37dc804dcda3
 """
 import vramsym
 from helpers import estimate
-from vramsym.regimes import compose
+from vramsym.engine.regimes import compose
 
 from helpers import lib_text
 
@@ -90,7 +90,7 @@ def test_a_new_precision_recipe_is_one_preset_line(tmp_path):
     """A recipe (bf16 weights, compute and gradients with fp32 optimizer states, as
     torchao's AnyPrecisionAdamW and many trainers run it) is one line of the preset."""
     import shutil
-    from vramsym.paths import formulas_dir
+    from vramsym.catalog.paths import formulas_dir
     d = tmp_path / "formulas"
     shutil.copytree(formulas_dir(), d)
     p = d / "dtypes.vram"
@@ -99,7 +99,7 @@ def test_a_new_precision_recipe_is_one_preset_line(tmp_path):
     assert "preset precision default bf16" in text
     i = text.index("{\n", text.index("preset precision default bf16")) + 2
     p.write_text(text[:i] + line + text[i:])
-    from vramsym.library import load_or_raise
+    from vramsym.lang.library import load_or_raise
     lib = load_or_raise([d])
     m = vramsym.load_model("llama-3.1-8b")
     P = 8_030_261_248

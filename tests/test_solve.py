@@ -3,8 +3,8 @@ import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
 from vramsym.errors import DoesNotFit, SolveError
-from vramsym.inverse import largest_fitting
-from vramsym.runtime import compile as compile_regime
+from vramsym.engine.inverse import largest_fitting
+from vramsym.engine.runtime import compile as compile_regime
 
 from helpers import lib_text
 
@@ -40,7 +40,7 @@ def test_largest_fitting_property(c0, c1, c2, c3, y, k, cap_m, extra, regime):
     # the answer agrees with the exact closed form where there is one (derivation only)
     if regime == "poly":
         import sympy
-        from vramsym.steps import closed_form
+        from vramsym.engine.steps import closed_form
         xs = sympy.Symbol("x", positive=True, integer=True)
         _, root = closed_form(c0 + c1 * y * xs + c2 * xs**2, xs, capacity, 1)
         assert root is not None and int(sympy.floor(root)) == sol.value

@@ -10,7 +10,7 @@ Public API (the command line uses only this)::
     vramsym.estimate(m, "inference", inputs={"batch": 1, "seq": 4096})   # one-off
     print(vramsym.derive(vramsym.solve("batch", "24GB", m, inputs={"seq": 4096})))
 
-Every number comes from one compiled regime (vramsym.compiled); sympy composes and
+Every number comes from one compiled regime (vramsym.engine.compiled); sympy composes and
 derives, and is imported only when a regime is compiled or a derivation is printed.
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ __all__ = [
 
 def __getattr__(name):          # the formula-file error types need the AST: import them on use
     if name in ("Diagnostic", "FormulaError"):
-        from . import diagnostics
+        from .lang import diagnostics
         return getattr(diagnostics, name)
     raise AttributeError(f"module 'vramsym' has no attribute '{name}'")
 
@@ -38,20 +38,20 @@ def load_library(extra=(), use_cache: bool = True):
 
     (``use_cache`` is accepted for compatibility: the cache holds compiled regimes, not libraries.)"""
     from pathlib import Path
-    from .library import load_or_raise
-    from .paths import formulas_dir
+    from .lang.library import load_or_raise
+    from .catalog.paths import formulas_dir
     return load_or_raise([formulas_dir()] + [Path(p) for p in extra])
 
 
 def load_model(name_or_path: str, extra=()):
     """A catalog name (``llama-3.1-8b``) or the path of a Hugging Face config.json."""
-    from .models import load_model as _load
+    from .catalog.models import load_model as _load
     return _load(name_or_path, list(extra))
 
 
 def compose(regime: str = "inference", options=None, model=None, library=None):
     """The regime's sympy composition (for derivations and exports)."""
-    from .regimes import compose as _compose
+    from .engine.regimes import compose as _compose
     lib = library or load_library()
     return _compose(lib, regime, dict(options or {}), model.config if model is not None else None)
 
@@ -59,14 +59,14 @@ def compose(regime: str = "inference", options=None, model=None, library=None):
 def compile(model=None, regime: str = "inference", options=None, library=None, formulas=()):
     """``regime`` with ``options`` compiled for ``model`` (a name, a path or a loaded model):
     ``.evaluate(batch=.., seq=..)`` and ``.solve(variable, capacity, **inputs)``."""
-    from .runtime import compile as _compile
+    from .engine.runtime import compile as _compile
     if isinstance(model, str):
         model = load_model(model, formulas)
     return _compile(model, regime, options, library, formulas)
 
 
 def estimate(model, regime: str = "inference", options=None, inputs=None, library=None, formulas=()):
-    """The memory of one configuration, by component (an :class:`~vramsym.results.Estimate`)."""
+    """The memory of one configuration, by component (an :class:`~vramsym.engine.results.Estimate`)."""
     return compile(model, regime, options, library, formulas).evaluate(dict(inputs or {}))
 
 
@@ -93,7 +93,7 @@ def export(regime: str = "inference", target: str = "python", model=None, option
     composed = compose(regime, options, model, lib)
     values = None
     if model is not None:
-        from .bind import bind
+        from .engine.bind import bind
         r = compile(model, regime, options, lib)
         keep = tuple(r.regime.symbol(f) or f for f in free)
         values = bind(r.regime, model.config, {}, exclude=keep, source=model.source)[0]
@@ -102,20 +102,20 @@ def export(regime: str = "inference", target: str = "python", model=None, option
 
 def resolve_capacity(text):
     """(bytes, description) for '24GB', '24GiB', '80000MiB' or a GPU name."""
-    from .gpus import resolve_capacity as _rc
+    from .catalog.gpus import resolve_capacity as _rc
     return _rc(text)
 
 
 def find_gpu(name: str):
-    from .gpus import find_gpu as _fg
+    from .catalog.gpus import find_gpu as _fg
     return _fg(name)
 
 
 def check(files):
     """(library, diagnostics) for the bundled formulas plus ``files`` (each must exist)."""
     from pathlib import Path
-    from .library import load
-    from .paths import formulas_dir
+    from .lang.library import load
+    from .catalog.paths import formulas_dir
     for f in files:
         if not Path(f).exists():
             raise InputError(f"cannot check '{f}': no such file")
@@ -124,14 +124,14 @@ def check(files):
 
 def explain_dtype(name: str, library=None) -> dict:
     """A number format's bit layout, range and storage size (``bf16``, ``fp8-e4m3``, ``nf4``, ...)."""
-    from .dtypes import explain
+    from .catalog.dtypes import explain
     return explain(name, library or load_library())
 
 
 def catalog_models() -> list:
     """The bundled models with their exact parameter counts."""
     import json
-    from .models import catalog
+    from .catalog.models import catalog
     rows = []
     for name, path in catalog().items():
         d = json.loads(path.read_text())
@@ -143,7 +143,7 @@ def catalog_models() -> list:
 
 def catalog_gpus() -> list:
     """The bundled GPUs with the memory the driver reports."""
-    from .gpus import catalog
+    from .catalog.gpus import catalog
     return [{"name": g.name, "memory_mib": g.memory_mib, "capacity_bytes": g.capacity_bytes,
              "marketed": g.marketed, "aliases": list(g.aliases), "source": g.source} for g in catalog()]
 
@@ -151,5 +151,5 @@ def catalog_gpus() -> list:
 def compare_with_pytorch(model, regime: str = "inference", options=None, inputs=None, fake: bool = True,
             decode_steps: int = 4, library=None) -> dict:
     """The prediction next to what PyTorch allocates for the same job (needs ``vramsym[measure]``)."""
-    from .measure import compare
+    from .measure.compare import compare
     return compare(model, regime, options, inputs, fake=fake, decode_steps=decode_steps, library=library)

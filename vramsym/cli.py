@@ -156,7 +156,7 @@ def _print_json(data) -> None:
 
 
 def cmd_estimate(args, voc):
-    from vramsym.report import estimate_data, print_estimate, with_capacity
+    from vramsym.printers.report import estimate_data, print_estimate, with_capacity
     model = vramsym.load_model(args.model, args.formulas)
     inputs, opts = _inputs(args), _options(args)
     capacity = vramsym.resolve_capacity(args.gpu)[0] if args.gpu else None
@@ -185,7 +185,7 @@ def cmd_estimate(args, voc):
 
 
 def cmd_solve(args, voc):
-    from vramsym.report import print_solution, solution_data
+    from vramsym.printers.report import print_solution, solution_data
     capacity, cap_desc = vramsym.resolve_capacity(args.gpu)
     model = vramsym.load_model(args.model, args.formulas)
     sol = vramsym.compile(model, args.regime, _options(args), formulas=args.formulas).solve(
@@ -199,7 +199,7 @@ def cmd_solve(args, voc):
 
 
 def cmd_fit(args, voc):
-    from vramsym.capacity import fmt_bytes
+    from vramsym.catalog.capacity import fmt_bytes
     capacity, desc = vramsym.resolve_capacity(args.gpu)
     model = vramsym.load_model(args.model, args.formulas)
     unit = args.unit or "GiB"
@@ -375,7 +375,7 @@ def main(argv=None) -> int:
     table = None
     try:
         formulas = prescan(argv, "--formulas") if argv[:1] != ["check"] else []
-        from vramsym.runtime import vocabulary
+        from vramsym.engine.runtime import vocabulary
         voc = vocabulary(formulas)
         table = commands(voc.iface)
         command, values = parse(argv, table, vramsym.__version__)

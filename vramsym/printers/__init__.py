@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Dict, Optional
 
-from ..diagnostics import InputError
+from ..lang.diagnostics import InputError
 
 FORMATS = ("markdown", "latex")
 

@@ -34,7 +34,7 @@ from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.precedence import precedence
 from sympy.printing.pycode import PythonCodePrinter
 
-from ..diagnostics import InputError, suggest
+from ..lang.diagnostics import InputError, suggest
 
 TARGETS = ("python", "numpy", "javascript", "c", "json", "latex")
 
@@ -130,8 +130,8 @@ def prepare(composed, lib, binding_values: Optional[Mapping[str, object]] = None
 
 def _defaults(composed, lib, args, bound) -> Dict[str, Tuple[Tuple[str, ...], sympy.Expr]]:
     """Default expressions of the free symbols (and of the symbols those defaults read), in order."""
-    from ..build import to_sympy
-    from ..library import names_in
+    from ..lang.build import to_sympy
+    from ..lang.library import names_in
     out: Dict[str, Tuple[Tuple[str, ...], sympy.Expr]] = {}
     todo = [a for a in args if a in lib.symbols]
     while todo:

@@ -14,8 +14,8 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import sympy
 from sympy.printing.latex import LatexPrinter
 
-from ..build import make_symbol, placeholder
-from ..capacity import fmt_bytes, to_int_bytes
+from ..lang.build import make_symbol, placeholder
+from ..catalog.capacity import fmt_bytes, to_int_bytes
 
 # ---------------------------------------------------------------------------
 # names and the printer
@@ -212,10 +212,10 @@ def _provenance(p: str) -> Inline:
 
 
 def blocks(result, lib) -> List[Block]:
-    """The derivation of an :class:`~vramsym.results.Estimate` or :class:`~vramsym.results.Solution`
-    as blocks, in the order of its steps (vramsym.steps)."""
-    from ..results import Solution
-    from ..steps import derivation_steps
+    """The derivation of an :class:`~vramsym.engine.results.Estimate` or :class:`~vramsym.engine.results.Solution`
+    as blocks, in the order of its steps (vramsym.engine.steps)."""
+    from ..engine.results import Solution
+    from ..engine.steps import derivation_steps
     sol = result if isinstance(result, Solution) else None
     est = sol.estimate if sol is not None else result
     steps = derivation_steps(result, lib)

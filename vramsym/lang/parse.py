@@ -1,4 +1,4 @@
-"""Stage 1: .vram text -> :mod:`vramsym.ast` nodes.
+"""Stage 1: .vram text -> :mod:`vramsym.lang.ast` nodes.
 
 The grammar lives in ``grammar.lark``; the transformer below has one method
 per rule alias. Syntax errors come back as :class:`Diagnostic` values.

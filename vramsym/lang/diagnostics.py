@@ -39,7 +39,7 @@ MSG_INCLUDE = "cannot include '{path}': {why}"
 MSG_BAD_UNIT_ONE = "only the number 1 may stand for a unit, got {text}"
 
 
-from .errors import DoesNotFit, InputError, SolveError, VramError, suggest  # noqa: F401  (re-exported)
+from ..errors import DoesNotFit, InputError, SolveError, VramError, suggest  # noqa: F401  (re-exported)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ derivation shows (sympy's real root, floored) lives with the derivation, not her
 """
 from __future__ import annotations
 
-from .errors import SolveError
+from ..errors import SolveError
 
 SEARCH_LIMIT = 2**62
 

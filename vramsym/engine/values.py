@@ -4,7 +4,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 
-def to_fraction(value) -> Optional[Fraction]:
+def to_fraction(value) -> Fraction | None:
     """An exact Fraction for ints, bools, floats (by their repr) and decimal strings; None otherwise."""
     if isinstance(value, bool):
         return Fraction(int(value))
@@ -20,7 +20,7 @@ def to_fraction(value) -> Optional[Fraction]:
     return None
 
 
-def domain_problem(domain: str, v: Fraction) -> Optional[str]:
+def domain_problem(domain: str, v: Fraction) -> str | None:
     """What ``v`` must be to belong to ``domain``, or None when it does."""
     if domain in ("posint", "nonnegint", "bool") and v.denominator != 1:
         return "a whole number"

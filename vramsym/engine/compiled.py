@@ -3,9 +3,9 @@
 ``compile_regime(lib, composed)`` runs once per regime and resolved options (sympy is
 needed there): it prints the composed regime with the exact Python printer of
 ``export --to python`` (the same code that command prints) and records the symbol
-table binding needs. The result is plain data (JSON), which :mod:`vramsym.cache`
-persists. ``CompiledRegime(data)`` runs that code; binding (:mod:`vramsym.bind`),
-evaluation and the inverse solve (:mod:`vramsym.inverse`) then need no sympy.
+table binding needs. The result is plain data (JSON), which :mod:`vramsym.engine.cache`
+persists. ``CompiledRegime(data)`` runs that code; binding (:mod:`vramsym.engine.bind`),
+evaluation and the inverse solve (:mod:`vramsym.engine.inverse`) then need no sympy.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ FORMAT = 1
 
 def compile_regime(lib, composed) -> dict:
     """The compiled regime as data: its code and its symbol table."""
-    from .printers.codegen import prepare, python_module
+    from ..printers.codegen import prepare, python_module
     from .regimes import used_options
     prep = prepare(composed, lib, None, None, with_params=True)
     needed = set(prep.args)
@@ -57,7 +57,7 @@ class CompiledRegime:
             raise ValueError("compiled regime of another format")
         ns: dict = {}
         # vramsym's own generated module: built in this process by compile_regime, or read
-        # back from the private cache after its keyed hash was verified (vramsym.cache);
+        # back from the private cache after its keyed hash was verified (vramsym.engine.cache);
         # the cache also keeps its bytecode (same interpreter: the cache key names it)
         if data.get("bytecode"):
             import marshal

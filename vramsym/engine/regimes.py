@@ -13,10 +13,10 @@ from typing import Dict, List, Mapping, Optional, Tuple
 
 import sympy
 
-from . import ast as A
-from .build import make_symbol, placeholder, to_sympy
-from .diagnostics import MSG_CYCLE, InputError
-from .library import Library, find_cycle, names_in
+from ..lang import ast as A
+from ..lang.build import make_symbol, placeholder, to_sympy
+from ..lang.diagnostics import MSG_CYCLE, InputError
+from ..lang.library import Library, find_cycle, names_in
 from .options import interface_of, regime_names, resolve_options
 
 

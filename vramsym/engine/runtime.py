@@ -3,13 +3,13 @@
 ``compiled_regime`` finds the compiled regime for a regime and its resolved options: in
 this process's memo, in the cache (verified data), or by loading the formula library,
 composing with sympy and compiling (then cached). :class:`Compiled` binds the model's
-numbers once; ``evaluate`` and ``solve`` bind the inputs (vramsym.bind), evaluate the
-compiled code and search exactly (vramsym.inverse). Nothing else computes bytes.
+numbers once; ``evaluate`` and ``solve`` bind the inputs (vramsym.engine.bind), evaluate the
+compiled code and search exactly (vramsym.engine.inverse). Nothing else computes bytes.
 """
 from __future__ import annotations
 
 from .bind import bind, user_values
-from .errors import DoesNotFit, InputError, SolveError, suggest
+from ..errors import DoesNotFit, InputError, SolveError, suggest
 from .inverse import largest_fitting
 from .results import Binding, Estimate, Solution, to_int_bytes
 
@@ -37,8 +37,8 @@ class Vocabulary:
 
     def load_library(self):
         if self.library is None:
-            from .library import load_or_raise
-            from .paths import formulas_dir
+            from ..lang.library import load_or_raise
+            from ..catalog.paths import formulas_dir
             from pathlib import Path
             self.library = load_or_raise([formulas_dir()] + [Path(p) for p in self.extra])
         return self.library
@@ -99,7 +99,7 @@ def vocabulary(extra=(), library=None) -> Vocabulary:
 class Compiled:
     """A regime compiled for one model.
 
-    ``evaluate(batch=4, seq=4096)`` returns an :class:`~vramsym.results.Estimate`;
+    ``evaluate(batch=4, seq=4096)`` returns an :class:`~vramsym.engine.results.Estimate`;
     ``solve("batch", "24GB", seq=4096)`` the largest batch that fits. The model's numbers
     are bound (and domain-checked) once, at construction."""
 
@@ -163,7 +163,7 @@ class Compiled:
         """The largest integer ``variable`` (``batch``, ``max_seq``, any integer symbol) whose
         total fits ``capacity`` (bytes as an int, '24GB', '24GiB' or a GPU name)."""
         if not isinstance(capacity, int) or isinstance(capacity, bool):
-            from .gpus import resolve_capacity
+            from ..catalog.gpus import resolve_capacity
             capacity, _ = resolve_capacity(capacity)
         inputs = dict(inputs or {}, **kw)
         c = self.regime

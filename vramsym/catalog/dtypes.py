@@ -9,7 +9,7 @@ import json
 from fractions import Fraction
 from typing import Dict
 
-from .diagnostics import InputError, suggest
+from ..lang.diagnostics import InputError, suggest
 from .paths import formulas_dir
 
 
@@ -48,7 +48,7 @@ def explain(name: str, lib=None) -> Dict:
     else:
         out.update({"levels": f["levels"], "note": f.get("note")})
     if lib is not None and f.get("storage") in lib.terms:
-        from .build import to_sympy
+        from ..lang.build import to_sympy
         v = to_sympy(lib.terms[f["storage"]].expr, lambda n: None, {})
         out["bytes_per_element"] = Fraction(int(v.p), int(v.q))
         out["bits_per_element_stored"] = out["bytes_per_element"] * 8

@@ -72,7 +72,7 @@ def _display(path: Path) -> str:
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
-        from .paths import formulas_dir
+        from ..catalog.paths import formulas_dir
         try:
             return "formulas/" + str(path.resolve().relative_to(formulas_dir().resolve()))
         except ValueError:

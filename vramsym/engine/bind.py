@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .errors import InputError, suggest
+from ..errors import InputError, suggest
 from .values import domain_problem, to_fraction
 
 

@@ -201,5 +201,5 @@ class Constant(A.Visitor):
 
 
 def units_file_default() -> str:
-    from .paths import formulas_dir
+    from ..catalog.paths import formulas_dir
     return str(Path(formulas_dir()) / "units.txt")

@@ -7,7 +7,7 @@ symbol's command-line name. It is JSON, so the cache stores it as data.
 """
 from __future__ import annotations
 
-from .errors import InputError, suggest
+from ..errors import InputError, suggest
 
 
 def interface_of(lib) -> dict:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 
-from .errors import InputError, suggest
+from ..errors import InputError, suggest
 from .paths import formulas_path, read_text
 
 
@@ -19,9 +19,9 @@ class ModelSpec:
     """A model: its config (flattened, with the architecture facts), where it came from."""
     __slots__ = ("name", "config", "source", "hf_id", "published_params", "notes", "raw_config")
 
-    def __init__(self, name: str, config: Dict, source: str, hf_id: Optional[str] = None,
-                 published_params: Optional[int] = None, notes: Tuple[str, ...] = (),
-                 raw_config: Optional[Dict] = None):
+    def __init__(self, name: str, config: dict, source: str, hf_id: str | None = None,
+                 published_params: int | None = None, notes: tuple[str, ...] = (),
+                 raw_config: dict | None = None):
         self.name, self.config, self.source, self.hf_id = name, config, source, hf_id
         self.published_params, self.notes = published_params, tuple(notes)
         self.raw_config = raw_config   # the config.json as given (for building the real model)
@@ -81,9 +81,9 @@ def load_model(name_or_path: str, extra=None) -> ModelSpec:
     raise InputError(msg)
 
 
-def _spec(config: Dict, name: str, source: str, hf_id=None, published=None) -> ModelSpec:
+def _spec(config: dict, name: str, source: str, hf_id=None, published=None) -> ModelSpec:
     cfg = dict(config)
-    notes: List[str] = []
+    notes: list[str] = []
     if isinstance(cfg.get("text_config"), dict):
         text = dict(cfg["text_config"])
         notes.append("multimodal config: using its text_config (the vision tower is not counted)")
@@ -104,16 +104,16 @@ def _spec(config: Dict, name: str, source: str, hf_id=None, published=None) -> M
                      notes=tuple(notes), raw_config=dict(config))
 
 
-def _first(cfg: Dict, *keys, default=None):
+def _first(cfg: dict, *keys, default=None):
     for k in keys:
         if cfg.get(k) is not None:
             return cfg[k]
     return default
 
 
-def _derived(cfg: Dict) -> Dict:
+def _derived(cfg: dict) -> dict:
     """Per-layer counts that need a loop (documented in formulas/README.md)."""
-    out: Dict = {}
+    out: dict = {}
     L = _first(cfg, "num_hidden_layers", "n_layer")
     if not isinstance(L, int):
         return out
@@ -141,7 +141,7 @@ def _derived(cfg: Dict) -> Dict:
     return out
 
 
-def _sliding_layers(cfg: Dict, L: int) -> int:
+def _sliding_layers(cfg: dict, L: int) -> int:
     window = cfg.get("sliding_window")
     types = cfg.get("layer_types")
     if isinstance(types, list):
@@ -164,7 +164,7 @@ def _sliding_layers(cfg: Dict, L: int) -> int:
     return 0
 
 
-def config_value(cfg: Dict, keys: Tuple[str, ...]):
+def config_value(cfg: dict, keys: tuple[str, ...]):
     """The first of ``keys`` that the config sets (not null)."""
     for k in keys:
         if k in cfg and cfg[k] is not None:

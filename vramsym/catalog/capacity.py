@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-from .errors import InputError
+from ..errors import InputError
 
 DECIMAL = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
 BINARY = {"KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
@@ -55,4 +55,4 @@ def fmt_both(n, digits: int = 2) -> str:
     return f"{fmt_bytes(n, 'GiB', digits)} ({fmt_bytes(n, 'GB', digits)})"
 
 
-from .results import to_int_bytes  # noqa: E402,F401  (re-exported)
+from ..engine.results import to_int_bytes  # noqa: E402,F401  (re-exported)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-_HERE = os.path.dirname(os.path.realpath(__file__))
+_HERE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))   # the package folder
 
 
 def formulas_path() -> str:

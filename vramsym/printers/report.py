@@ -1,18 +1,18 @@
 """Results as plain data, and their human rendering (tables with GiB and GB).
 
-The results of the compiled regime (vramsym.results) become plain dicts: ``--json``
+The results of the compiled regime (vramsym.engine.results) become plain dicts: ``--json``
 prints them, the tables below render them.
 """
 from __future__ import annotations
 
-from .capacity import fmt_both, fmt_bytes
+from ..catalog.capacity import fmt_both, fmt_bytes
 
 
 def show(choice: str) -> str:
     return choice.replace("_", "-")
 
 
-def estimate_data(est) -> Dict:
+def estimate_data(est) -> dict:
     total = est.exact_total
     rows = [{"name": c.name, "description": c.description, "bytes": c.bytes,
              "share": float(c.exact / total) if total else 0.0, "definition": c.definition,
@@ -24,14 +24,14 @@ def estimate_data(est) -> Dict:
             "total_bytes": est.total_bytes, "components": rows, "notes": list(est.notes)}
 
 
-def with_capacity(data: Dict, capacity: Optional[int]) -> Dict:
+def with_capacity(data: dict, capacity: int | None) -> dict:
     if capacity is None:
         return data
     return dict(data, capacity_bytes=capacity, fits=data["total_bytes"] <= capacity,
                 headroom_bytes=capacity - data["total_bytes"])
 
 
-def solution_data(sol, cap_desc: str) -> Dict:
+def solution_data(sol, cap_desc: str) -> dict:
     est = sol.estimate
     return {"variable": sol.alias, "symbol": sol.variable, "value": sol.value, "total_bytes": sol.total_bytes,
             "capacity_bytes": sol.capacity_bytes, "headroom_bytes": sol.capacity_bytes - sol.total_bytes,
@@ -39,11 +39,11 @@ def solution_data(sol, cap_desc: str) -> Dict:
             "method": sol.method, "estimate": estimate_data(est), "capacity_description": cap_desc}
 
 
-def _sizes(n: int, unit: Optional[str]) -> str:
+def _sizes(n: int, unit: str | None) -> str:
     return fmt_bytes(n, unit) if unit else fmt_both(n)
 
 
-def print_estimate(data: Dict, unit: Optional[str], out, capacity: Optional[int] = None) -> None:
+def print_estimate(data: dict, unit: str | None, out, capacity: int | None = None) -> None:
     params = f" ({data['params']:,} parameters)" if data.get("params") is not None else ""
     print(f"model {data['model']}{params}, regime {data['regime']}: {data['description']}", file=out)
     print("options: " + ", ".join(f"{k}={v}" for k, v in data["options"].items()), file=out)
@@ -74,7 +74,7 @@ def print_estimate(data: Dict, unit: Optional[str], out, capacity: Optional[int]
               f"{_sizes(hrow['total_bytes'], unit)}", file=out)
 
 
-def print_solution(d: Dict, unit: Optional[str], out) -> None:
+def print_solution(d: dict, unit: str | None, out) -> None:
     print(f"largest {d['variable']} that fits: {d['value']}", file=out)
     print(f"capacity: {d['capacity_description']} = {d['capacity_bytes']:,} B = {_sizes(d['capacity_bytes'], unit)}", file=out)
     print(f"total at {d['variable']}={d['value']}: {d['total_bytes']:,} B = {_sizes(d['total_bytes'], unit)}; "

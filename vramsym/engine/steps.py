@@ -1,6 +1,6 @@
 """The derivation of a result as data: :class:`Step` records for the printers.
 
-A result (:class:`~vramsym.results.Estimate` or :class:`~vramsym.results.Solution`) holds
+A result (:class:`~vramsym.engine.results.Estimate` or :class:`~vramsym.engine.results.Solution`) holds
 the numbers of the compiled regime; its derivation re-composes the same regime with
 sympy to show each definition, the expansion, the substitution of the bound values
 and, for a solve, the total as a function of the variable and its exact real root.
@@ -35,7 +35,7 @@ def _rat(v) -> sympy.Rational:
 
 
 def _definition_steps(lib, composed) -> List[Step]:
-    from .build import placeholder
+    from ..lang.build import placeholder
     steps = [Step("definition", f"Regime '{composed.regime}': {composed.description}", lhs="M",
                   expr=sympy.Add(*[placeholder(c) for c in composed.components], evaluate=False),
                   note="chain: " + " -> ".join(composed.chain) + "; options: " +

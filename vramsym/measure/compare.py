@@ -1,14 +1,14 @@
 """Reality check: vramsym's prediction next to what PyTorch allocates for the same job.
 
 Glue between the engine (a regime with its options and inputs) and the
-measurement backend (:mod:`vramsym.measure_torch`, optional extra
+measurement backend (:mod:`vramsym.measure.torch_backend`, optional extra
 ``vramsym[measure]``: torch, transformers, peft). The core never imports it.
 """
 from __future__ import annotations
 
 from typing import Dict, List, Mapping, Optional
 
-from .diagnostics import InputError
+from ..errors import InputError
 
 TRAIN_REGIMES = ("train", "lora")
 INFER_REGIMES = ("inference", "inference_kv")
@@ -22,12 +22,12 @@ _LORA_TARGETS = {"qv": ["q_proj", "v_proj"], "attention": ["q_proj", "k_proj", "
 
 def _backend():
     try:
-        from . import measure_torch
+        from . import torch_backend
         import torch  # noqa: F401
     except ImportError as e:
         raise InputError(f"vramsym measure needs PyTorch and transformers: pip install 'vramsym[measure]' "
                          f"(torch==2.13.0 installs the CPU build) ({e})") from None
-    return measure_torch
+    return torch_backend
 
 
 def measure_args(est, regime: str, fake: bool, decode_steps: int) -> Dict:
@@ -65,8 +65,8 @@ def measure_args(est, regime: str, fake: bool, decode_steps: int) -> Dict:
 def _term_bytes(est, name: str, library) -> int:
     """A term that is not a component (its value at the estimate's binding), from the composition."""
     import sympy
-    from .regimes import compose
-    from .results import to_int_bytes
+    from ..engine.regimes import compose
+    from ..engine.results import to_int_bytes
     import vramsym
     c = compose(library or vramsym.load_library(), est.regime, dict(est.options))
     v = c.expanded[name].xreplace({c.symbols[k]: sympy.Rational(x.numerator, x.denominator)

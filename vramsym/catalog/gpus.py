@@ -5,7 +5,7 @@ import json
 import re
 
 from .capacity import parse_size
-from .errors import InputError, suggest
+from ..errors import InputError, suggest
 from .paths import formulas_path, read_text
 
 
@@ -13,7 +13,7 @@ class GPU:
     __slots__ = ("name", "memory_mib", "marketed", "vendor", "kind", "source", "aliases")
 
     def __init__(self, name: str, memory_mib: int, marketed: str, vendor: str, kind: str, source: str,
-                 aliases: Tuple[str, ...] = ()):
+                 aliases: tuple[str, ...] = ()):
         self.name, self.memory_mib, self.marketed, self.vendor = name, memory_mib, marketed, vendor
         self.kind, self.source, self.aliases = kind, source, tuple(aliases)
 
@@ -26,7 +26,7 @@ def _norm(s: str) -> str:
     return re.sub(r"[^a-z0-9]", "", s.lower())
 
 
-def catalog() -> List[GPU]:
+def catalog() -> list[GPU]:
     data = json.loads(read_text(formulas_path() + "/gpus.json"))
     return [GPU(g["name"], int(g["memory_mib"]), g.get("marketed", ""), g.get("vendor", ""),
                 g.get("kind", ""), g.get("memory_mib_source", ""), tuple(g.get("aliases", ())))
@@ -45,7 +45,7 @@ def find_gpu(name: str) -> GPU:
                      "; give a size such as 24GB or 24GiB, or run `vramsym gpus`")
 
 
-def resolve_capacity(text: str) -> Tuple[int, str]:
+def resolve_capacity(text: str) -> tuple[int, str]:
     """'24GB' / '24GiB' / '80000MiB' / 'rtx-4090' -> (bytes, description)."""
     t = str(text).strip()
     if t and t[0].isdigit():

@@ -1,7 +1,7 @@
 """The cache of compiled regimes: data only, in a private folder, verified before use.
 
-What it keeps: the library's vocabulary (:func:`vramsym.options.interface_of`) and each
-compiled regime (:func:`vramsym.compiled.compile_regime`), as JSON. What keys them: the
+What it keeps: the library's vocabulary (:func:`vramsym.engine.options.interface_of`) and each
+compiled regime (:func:`vramsym.engine.compiled.compile_regime`), as JSON. What keys them: the
 content of every file of the installed package and of the formula files (bundled and
 ``--formulas``), vramsym's version and Python's, so any change to anything that can
 change an answer misses the cache. How it is trusted: the folder must be a directory
@@ -27,7 +27,7 @@ except ImportError:      # pragma: no cover - other Python implementations
     from hashlib import blake2b
     from hmac import compare_digest
 
-from . import __version__
+from .. import __version__
 
 _warned = set()
 
@@ -117,8 +117,8 @@ def _files(root: str, suffixes):
 def code_key(extra=()) -> str:
     """Hash of everything that can change an answer: the package's files (code, grammar,
     bundled formulas), the formula files, ``extra`` formula files, and both versions."""
-    from .paths import formulas_path
-    here = os.path.dirname(os.path.realpath(__file__))
+    from ..catalog.paths import formulas_path
+    here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))   # the package folder
     h = blake2b(f"vramsym {__version__} | python {sys.version} | {sys.implementation.cache_tag}".encode(),
                 digest_size=20)
     files = _files(here, (".py", ".lark", ".vram", ".txt", ".json"))

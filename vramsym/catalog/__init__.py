@@ -1,0 +1,1 @@
+"""Data the formulas read: models, GPUs, number formats, capacities, where the files live."""
