@@ -1,0 +1,184 @@
+"""Building the Hugging Face model to measure: its config, the attention kernel, LoRA with
+peft, meta weights made fake (FakeTensorMode) and the patches transformers needs for that.
+
+Part of the measurement backend (vramsym.measure.torch_backend); torch, transformers and
+peft are imported inside the functions only."""
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+
+#: config keys whose presence (with a value > 1) marks a mixture-of-experts model.
+MOE_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+
+
+def _is_moe(config: dict) -> bool:
+    for k in MOE_KEYS:
+        v = config.get(k)
+        if isinstance(v, int) and v > 1:
+            return True
+    return False
+
+
+def _dtype(name: str):
+    import torch
+
+    return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16,
+            "mixed_bf16": torch.float32}[name]
+
+
+def _build_hf_config(config: dict):
+    import transformers
+
+    cfg = dict(config)
+    model_type = cfg.pop("model_type", None)
+    if model_type is None:
+        raise ValueError("config dict needs a 'model_type' key (e.g. 'llama', 'gpt2')")
+    for k in ("torch_dtype", "dtype", "architectures", "transformers_version"):
+        cfg.pop(k, None)
+    hf_cfg = transformers.AutoConfig.for_model(model_type, **cfg)
+    return hf_cfg
+
+
+def _from_config(hf_cfg, dtype, attention: str):
+    import transformers
+
+    try:
+        return transformers.AutoModelForCausalLM.from_config(
+            hf_cfg, dtype=dtype, attn_implementation=attention)
+    except TypeError:  # transformers < 4.56 spells it torch_dtype
+        return transformers.AutoModelForCausalLM.from_config(
+            hf_cfg, torch_dtype=dtype, attn_implementation=attention)
+
+
+@contextlib.contextmanager
+def _hf_fake_patches(active: bool):
+    """Make transformers take the same code paths under FakeTensorMode as on real tensors.
+
+    transformers' ``find_packed_sequence_indices`` (called in training, when there is no cache and no
+    attention mask) cannot read a fake tensor's values, so under FakeTensorMode it reports a "packed"
+    batch; the model then materialises a full ``b x 1 x s x s`` causal mask and SDPA loses its
+    ``is_causal`` / GQA fast path (extra mask + ``repeat_kv`` copies that a real run does not have).
+    Our inputs are never packed, so answer ``None`` as a real run does.
+    """
+    if not active:
+        yield
+        return
+    try:
+        import transformers.masking_utils as mu
+    except ImportError:  # pragma: no cover
+        yield
+        return
+    orig = getattr(mu, "find_packed_sequence_indices", None)
+    if orig is None:  # pragma: no cover
+        yield
+        return
+    mu.find_packed_sequence_indices = lambda position_ids: None
+    try:
+        yield
+    finally:
+        mu.find_packed_sequence_indices = orig
+
+
+def _cache_kwarg(model) -> str:
+    """transformers >= 5.x calls the cache argument ``cache``; older versions ``past_key_values``."""
+    import inspect
+
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):  # pragma: no cover
+        return "past_key_values"
+    return "cache" if "cache" in params else "past_key_values"
+
+
+def _out_cache(out):
+    """The cache returned by a forward (``out.cache`` in transformers 5.x, ``past_key_values`` before)."""
+    keys = out.keys() if hasattr(out, "keys") else ()
+    for k in ("cache", "past_key_values"):
+        if k in keys:
+            return out[k]
+    return None
+
+
+def _apply_lora(model, lora: dict):
+    import peft
+
+    target = lora.get("target_modules", ["q_proj", "v_proj"])
+    kwargs = dict(r=int(lora.get("r", 8)),
+                  lora_alpha=lora.get("alpha", lora.get("lora_alpha", 16)),
+                  lora_dropout=float(lora.get("dropout", lora.get("lora_dropout", 0.0))),
+                  target_modules=target,
+                  task_type="CAUSAL_LM")
+    return peft.get_peft_model(model, peft.LoraConfig(**kwargs))
+
+
+def _materialize_meta_as_fake(model) -> None:
+    """Replace every meta tensor of ``model`` (parameters, buffers, plain tensor attributes) by an
+    empty CPU tensor of the same shape/dtype; called under FakeTensorMode, so these are fake.
+    Tied parameters stay tied."""
+    import torch
+    from torch import nn
+
+    memo: dict[int, Any] = {}
+
+    def conv(t):
+        new = memo.get(id(t))
+        if new is None:
+            new = torch.empty(t.shape, dtype=t.dtype, device="cpu")
+            if isinstance(t, nn.Parameter):
+                new = nn.Parameter(new, requires_grad=t.requires_grad)
+            memo[id(t)] = new
+        return new
+
+    for mod in model.modules():
+        for name, p in list(mod._parameters.items()):
+            if p is not None and p.device.type == "meta":
+                mod._parameters[name] = conv(p)
+        for name, buf in list(mod._buffers.items()):
+            if buf is not None and buf.device.type == "meta":
+                mod._buffers[name] = conv(buf)
+        for name, val in list(vars(mod).items()):
+            if isinstance(val, torch.Tensor) and not isinstance(val, nn.Parameter) \
+                    and val.device.type == "meta":
+                setattr(mod, name, conv(val))
+
+
+def _build_model(hf_cfg, dtype, attention: str, *, lora: dict | None, checkpointing: bool):
+    """Build the (optionally LoRA-wrapped) model.  Under FakeTensorMode it is built on the meta
+    device first (fast, and peft skips its ``.to()`` moves there: ``Module.to`` on fake parameters
+    fails in torch 2.13 because ``swap_tensors`` refuses tensors with weakrefs) and then every
+    tensor is replaced by a fake CPU tensor."""
+    import torch
+    from torch._guards import active_fake_mode
+
+    fake = active_fake_mode() is not None
+    torch.manual_seed(0)
+    if fake:
+        with torch.device("meta"):
+            model = _from_config(hf_cfg, dtype, attention)
+    else:
+        model = _from_config(hf_cfg, dtype, attention)
+    if checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if lora:
+        if fake:
+            with torch.device("meta"):
+                model = _apply_lora(model, lora)
+        else:
+            model = _apply_lora(model, lora)
+    if fake:
+        _materialize_meta_as_fake(model)
+    return model
+
+
+def _param_counts(model) -> tuple[int, int, dict]:
+    total = trainable = 0
+    by_dtype: dict[str, int] = {}
+    for p in model.parameters():
+        total += p.numel()
+        if p.requires_grad:
+            trainable += p.numel()
+        key = str(p.dtype).replace("torch.", "")
+        by_dtype[key] = by_dtype.get(key, 0) + p.numel() * p.element_size()
+    return total, trainable, by_dtype

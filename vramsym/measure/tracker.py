@@ -1,0 +1,158 @@
+"""PyTorch's MemTracker with phases: the peak of each phase (forward, backward, optimizer
+step, prefill, decode) by category (parameters, gradients, activations, ...).
+
+Part of the measurement backend (vramsym.measure.torch_backend); torch, transformers and
+peft are imported inside the functions only."""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable
+
+
+_CATEGORY_NAMES = {
+    "Parameter": "parameters",
+    "Buffer": "buffers",
+    "Gradient": "gradients",
+    "Activation": "activations",
+    "Temp": "temporaries",
+    "Optstate": "optimizer_states",
+    "Other": "other",
+}
+
+
+def _storage_bytes(tensors) -> int:
+    """Bytes of the distinct storages behind ``tensors``."""
+    seen = {}
+    for t in tensors:
+        if t is None:
+            continue
+        st = t.untyped_storage()
+        seen[id(st)] = st.nbytes()
+    return sum(seen.values())
+
+
+def _cache_tensors(cache) -> list:
+    """Key/value tensors held by a transformers Cache (DynamicCache, ...) or legacy tuples."""
+    out = []
+    if cache is None:
+        return out
+    layers = getattr(cache, "layers", None)
+    if layers is not None:  # transformers >= 4.56 / 5.x
+        for layer in layers:
+            for name in ("keys", "values"):
+                t = getattr(layer, name, None)
+                if t is not None and hasattr(t, "untyped_storage"):
+                    out.append(t)
+        return out
+    if hasattr(cache, "key_cache"):  # older DynamicCache
+        return [t for t in list(cache.key_cache) + list(cache.value_cache) if t is not None]
+    for item in cache:  # legacy tuple of tuples
+        for t in item:
+            if hasattr(t, "untyped_storage"):
+                out.append(t)
+    return out
+
+
+def _make_tracker_class():
+    from torch.distributed._tools.mem_tracker import MemTracker
+
+    class _PhaseTracker(MemTracker):
+        """MemTracker whose peak can be reset per phase, recording an extra probe at each new peak."""
+
+        probe: Callable[[], Any] | None = None
+        peak_probe: Any = None
+
+        def reset_peak(self) -> None:
+            self._peak_mem_snap = self.get_tracker_snapshot()
+            self._peak_mem = {d: s["Total"] for d, s in self._peak_mem_snap.items()}
+            self.peak_probe = self.probe() if self.probe else None
+
+        def _track_module_params_and_buffers(self, module, install_grad_hooks: bool = True):
+            # Same as MemTracker's, but only hooks parameters that require grad: the stock version
+            # calls register_hook on frozen parameters too (LoRA base weights) and raises.
+            from torch.distributed._tools.mem_tracker import _MemRefType
+
+            def _grad_hook(grad) -> None:
+                self._update_and_maybe_create_winfos(grad, _MemRefType.GRAD)
+
+            param_memory = 0
+            for param in module.parameters():
+                winfos = self._update_and_maybe_create_winfos(param, _MemRefType.PARAM)
+                param_memory += sum(w.mem_consumed for w in winfos)
+                if param.grad is not None:
+                    self._update_and_maybe_create_winfos(param.grad, _MemRefType.GRAD)
+                if (install_grad_hooks and param.requires_grad
+                        and self._param_to_grad_hook_handles.get(param, None) is None):
+                    self._param_to_grad_hook_handles[param] = (
+                        param.register_hook(_grad_hook),
+                        param.register_post_accumulate_grad_hook(lambda p: _grad_hook(p.grad)),
+                    )
+            buffer_memory = 0
+            for buffer in module.buffers():
+                winfos = self._update_and_maybe_create_winfos(buffer, _MemRefType.BUFFER)
+                buffer_memory += sum(w.mem_consumed for w in winfos)
+            return param_memory, buffer_memory
+
+        def _update_peak_stats(self, peak_state) -> None:
+            # Global peak only: the stock method also walks every tracked module on every op to
+            # keep module-wise peaks (unused here), which makes an 8B trace several times slower.
+            changed = False
+            for dev, dev_snap in self._curr_mem_snap.items():
+                if self._peak_mem.get(dev, 0) < dev_snap["Total"]:
+                    self._peak_mem[dev] = dev_snap["Total"]
+                    self._peak_mem_snap[dev] = dict(dev_snap)
+                    changed = True
+            if changed and self.probe is not None:
+                self.peak_probe = self.probe()
+
+    return _PhaseTracker
+
+
+def _flatten_snapshot(snap: dict) -> dict:
+    """MemTracker snapshot {device: {RefType: bytes, 'Total': bytes}} -> {category: bytes} summed over devices."""
+    out = {v: 0 for v in _CATEGORY_NAMES.values()}
+    total = 0
+    for dev_snap in snap.values():
+        for k, v in dev_snap.items():
+            key = getattr(k, "value", k)
+            if key == "Total":
+                total += int(v)
+            else:
+                name = _CATEGORY_NAMES.get(key, str(key).lower())
+                out[name] = out.get(name, 0) + int(v)
+    out["total"] = total
+    return out
+
+
+class _Phases:
+    """Runs named phases under a tracker and records each phase's peak."""
+
+    def __init__(self, tracker):
+        self.mt = tracker
+        self.per_phase: dict[str, dict] = {}
+
+    @contextlib.contextmanager
+    def phase(self, name: str):
+        self.mt.reset_peak()
+        yield
+        snap = _flatten_snapshot(self.mt.get_tracker_snapshot("peak"))
+        end = _flatten_snapshot(self.mt.get_tracker_snapshot("current"))
+        rec = {"peak_bytes": snap.pop("total"), "categories": snap,
+               "end_bytes": end.pop("total"), "end_categories": end}
+        if self.mt.probe is not None:
+            rec["probe"] = self.mt.peak_probe
+        old = self.per_phase.get(name)
+        if old is None or rec["peak_bytes"] > old["peak_bytes"]:
+            self.per_phase[name] = rec
+
+
+def _finish(per_phase: dict) -> dict:
+    peak_phase = max(per_phase, key=lambda k: per_phase[k]["peak_bytes"])
+    for rec in per_phase.values():
+        rec.pop("probe", None)
+    return {
+        "peak_bytes": per_phase[peak_phase]["peak_bytes"],
+        "categories_at_peak": dict(per_phase[peak_phase]["categories"]),
+        "peak_phase": peak_phase,
+        "per_phase_peak": per_phase,
+    }

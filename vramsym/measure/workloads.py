@@ -1,0 +1,160 @@
+"""The jobs measured: a training step (forward, backward, optimizer step) and inference
+(prefill plus decode steps), the way users run them.
+
+Part of the measurement backend (vramsym.measure.torch_backend); torch, transformers and
+peft are imported inside the functions only."""
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from .hf_model import _build_model, _cache_kwarg, _dtype, _out_cache, _param_counts
+from .tracker import _Phases, _cache_tensors, _finish, _make_tracker_class, _storage_bytes
+
+
+def _make_optimizer(name: str, params):
+    import torch
+
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=1e-4, foreach=True)
+    if name == "adamw_fused":
+        return torch.optim.AdamW(params, lr=1e-4, fused=True)
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=1e-4, foreach=True)
+    if name == "sgd_momentum":
+        return torch.optim.SGD(params, lr=1e-4, momentum=0.9, foreach=True)
+    raise ValueError(name)
+
+
+def _measure_train(hf_cfg, *, batch, seq, precision, optimizer, attention, checkpointing, lora):
+    import torch
+
+    param_dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    model = _build_model(hf_cfg, param_dtype, attention, lora=lora, checkpointing=checkpointing)
+    model.train()
+    total, trainable, by_dtype = _param_counts(model)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = _make_optimizer(optimizer, params)
+
+    vocab = int(getattr(hf_cfg, "vocab_size"))
+    ids = torch.randint(0, vocab, (batch, seq))
+    labels = ids.clone()
+
+    if precision == "mixed_bf16":
+        def autocast():
+            return torch.autocast("cpu", dtype=torch.bfloat16)
+    else:
+        autocast = contextlib.nullcontext
+
+    def forward():
+        with autocast():
+            out = model(input_ids=ids, labels=labels, use_cache=False)
+        return out.loss
+
+    # Iteration 1 (untracked): creates the optimizer states lazily.
+    loss = forward()
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    del loss
+
+    state_tensors = [v for st in opt.state.values() for v in st.values() if torch.is_tensor(v)]
+    opt_state_bytes = _storage_bytes(state_tensors)
+    grad_bytes_expected = sum(p.numel() * p.element_size() for p in params)
+
+    Tracker = _make_tracker_class()
+    mt = Tracker()
+    mt.track_external(model, opt, ids, labels)
+    ph = _Phases(mt)
+    with mt:
+        with ph.phase("forward"):
+            loss = forward()
+        with ph.phase("backward"):
+            loss.backward()
+        del loss
+        with ph.phase("optimizer_step"):
+            opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    # During optimizer.step() MemTracker labels every allocation "Optstate"; split off the
+    # step's temporaries (the states themselves already existed before this step).
+    for rec in ph.per_phase.values():
+        cats = rec["categories"]
+        extra = cats.get("optimizer_states", 0) - opt_state_bytes
+        cats["optimizer_temporaries"] = max(extra, 0)
+        cats["optimizer_states"] = cats.get("optimizer_states", 0) - cats["optimizer_temporaries"]
+
+    res = _finish(ph.per_phase)
+    res.update({
+        "param_count": total,
+        "trainable_param_count": trainable,
+        "param_bytes_by_dtype": by_dtype,
+        "optimizer_state_bytes": opt_state_bytes,
+        "gradient_bytes_expected": grad_bytes_expected,
+    })
+    return res
+
+
+def _measure_inference(hf_cfg, *, batch, seq, precision, attention, lora, decode_steps, logits_to_keep):
+    import torch
+
+    model = _build_model(hf_cfg, _dtype(precision), attention, lora=lora, checkpointing=False)
+    model.eval()
+    total, trainable, by_dtype = _param_counts(model)
+
+    vocab = int(getattr(hf_cfg, "vocab_size"))
+    ids = torch.randint(0, vocab, (batch, seq))
+
+    holder: dict[str, Any] = {"cache": None}
+
+    def kv_bytes() -> int:
+        return _storage_bytes(_cache_tensors(holder["cache"]))
+
+    try:
+        from transformers import DynamicCache
+        try:
+            holder["cache"] = DynamicCache(config=hf_cfg)
+        except TypeError:
+            holder["cache"] = DynamicCache()
+    except ImportError:  # pragma: no cover - very old transformers
+        holder["cache"] = None
+
+    Tracker = _make_tracker_class()
+    mt = Tracker()
+    mt.probe = kv_bytes
+    mt.track_external(model, ids)
+    ph = _Phases(mt)
+    kw = {"logits_to_keep": logits_to_keep} if logits_to_keep else {}
+    ckw = _cache_kwarg(model.get_base_model() if lora else model)
+    with torch.no_grad(), mt:
+        with ph.phase("prefill"):
+            out = model(input_ids=ids, use_cache=True, **{ckw: holder["cache"]}, **kw)
+        holder["cache"] = _out_cache(out)
+        logits_bytes_prefill = _storage_bytes([out.logits])
+        nxt = out.logits[:, -1, :].argmax(dim=-1, keepdim=True)
+        for _ in range(decode_steps):
+            mt.reset_mod_stats()
+            del out
+            with ph.phase("decode"):
+                out = model(input_ids=nxt, use_cache=True, **{ckw: holder["cache"]})
+            holder["cache"] = _out_cache(out)
+            nxt = out.logits[:, -1, :].argmax(dim=-1, keepdim=True)
+        final_kv = kv_bytes()
+        del out
+
+    per_phase = ph.per_phase
+    for rec in per_phase.values():
+        kv = rec.get("probe") or 0
+        rec["categories"]["kv_cache"] = kv
+        # KV tensors are created inside the forward, so MemTracker files them under activations.
+        rec["categories"]["activations_excluding_kv_cache"] = rec["categories"]["activations"] - kv
+    res = _finish(per_phase)
+    res.update({
+        "param_count": total,
+        "trainable_param_count": trainable,
+        "param_bytes_by_dtype": by_dtype,
+        "kv_cache_bytes": final_kv,
+        "kv_cache_bytes_at_peak": res["categories_at_peak"].get("kv_cache", 0),
+        "prefill_logits_bytes": logits_bytes_prefill,
+    })
+    return res
