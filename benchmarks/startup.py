@@ -8,8 +8,8 @@
 
     python benchmarks/startup.py [--runs 7]
 
-The entry point measured is the console script's own code path (``python -m vramsym.cli``
-with the same interpreter). Figures go to docs/performance.md.
+The entry point measured is the ``vramsym`` console script beside the interpreter (what
+users run; ``python -m vramsym.cli`` when there is none). Figures go to docs/performance.md.
 """
 import argparse
 import os
@@ -67,8 +67,11 @@ def main():
         warm = dict(base, VRAMSYM_CACHE_DIR=os.path.join(tmp, "warm"))
         cold_dir = os.path.join(tmp, "cold")
         cold = dict(base, VRAMSYM_CACHE_DIR=cold_dir)
+        script = os.path.join(os.path.dirname(py), "vramsym")    # the console script users run
+        entry = [script] if os.path.exists(script) else [py, "-m", "vramsym.cli"]
+        print(f"  entry point: {' '.join(entry)}")
         for name, cmd in COMMANDS.items():
-            argv = [py, "-m", "vramsym.cli", *cmd]
+            argv = [*entry, *cmd]
             subprocess.run(argv, env=warm, stdout=subprocess.DEVNULL)
             w = timed(argv, warm, args.runs)
             c = timed(argv, cold, args.runs, before=lambda: subprocess.run(["rm", "-rf", cold_dir]))

@@ -14,6 +14,8 @@ from .values import domain_problem, to_fraction
 
 def exact(value, what: str):
     """``value`` as an exact number (``int`` when whole, else ``Fraction``)."""
+    if type(value) is int:
+        return value
     v = to_fraction(value)
     if v is None:
         raise InputError(f"{what} is {value!r}, not a number")
@@ -83,7 +85,7 @@ def bind(compiled, config, inputs, exclude=(), base=None, source="") -> tuple:
                 flag = _shown(name, m)
                 how = f"--{flag} N" if m["alias"] else f"--set {name}=VALUE"
                 raise InputError(f"missing value for {flag} ({m['description']}): give it with {how}")
-        bad = domain_problem(m["domain"], Fraction(v))
+        bad = None if (type(v) is int and v > 0 and m["domain"] != "bool") else domain_problem(m["domain"], Fraction(v))
         if bad:
             where = "the input" if origin == "input" else origin
             raise InputError(f"{_shown(name, m)} ({m['description']}) must be {bad}, got {v} from {where}")
@@ -92,7 +94,7 @@ def bind(compiled, config, inputs, exclude=(), base=None, source="") -> tuple:
         return v
 
     for n in list(compiled.args) + [n for n in inputs if n not in values]:
-        if n not in exclude:
+        if n not in values and n not in exclude:
             try:
                 value_of(n, ())
             except _Excluded:

@@ -115,19 +115,20 @@ def _files(root: str, suffixes):
 
 
 def code_key(extra=()) -> str:
-    """Hash of everything that can change an answer: the package's files (code, grammar,
-    bundled formulas), the formula files, ``extra`` formula files, and both versions."""
+    """Hash of everything that can change a cached entry: the package's code and grammar, the
+    formula files (bundled and ``extra``: ``*.vram`` and ``units.txt``), and both versions.
+    (Model, GPU and number-format catalogs are read at run time and never cached.)"""
     from ..catalog.paths import formulas_path
     here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))   # the package folder
     h = blake2b(f"vramsym {__version__} | python {sys.version} | {sys.implementation.cache_tag}".encode(),
                 digest_size=20)
-    files = _files(here, (".py", ".lark", ".vram", ".txt", ".json"))
+    files = _files(here, (".py", ".lark", ".vram", "units.txt"))
     fdir = os.path.realpath(formulas_path())
     if not fdir.startswith(here + os.sep):
-        files += _files(fdir, (".vram", ".txt", ".json"))
+        files += _files(fdir, (".vram", "units.txt"))
     for e in extra:
         e = str(e)
-        files += _files(e, (".vram", ".txt", ".json")) if os.path.isdir(e) else [e]
+        files += _files(e, (".vram", "units.txt")) if os.path.isdir(e) else [e]
     for f in files:
         h.update(f.encode("utf-8", "surrogateescape") + b"\0")
         try:

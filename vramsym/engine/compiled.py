@@ -50,7 +50,7 @@ class CompiledRegime:
     over a dict of exact values (``int`` or ``Fraction``) for ``args``."""
 
     __slots__ = ("data", "regime", "description", "options", "used_options", "symbols", "args",
-                 "components", "overridden", "_total", "_parts", "_params", "defaults", "code_object")
+                 "components", "overridden", "_total", "_parts", "_params", "defaults", "code_object", "_alias")
 
     def __init__(self, data: dict):
         if data.get("format") != FORMAT:
@@ -80,18 +80,21 @@ class CompiledRegime:
         self._parts = tuple(ns[c["func"]] for c in data["components"])
         self._params = ns[data["params"]] if data.get("params") else None
         self.defaults = {n: ns["_default_" + n] for n, m in self.symbols.items() if m["default"] is not None}
+        self._alias = {m["alias"]: n for n, m in self.symbols.items() if m["alias"]}
 
     def cache_payload(self) -> dict:
-        """The data to cache: the compiled regime with its bytecode."""
+        """The data to cache: the compiled regime with its bytecode in place of its source."""
         import marshal
         from binascii import b2a_base64
-        return dict(self.data, bytecode=b2a_base64(marshal.dumps(self.code_object), newline=False).decode())
+        return dict(self.data, code=None,
+                    bytecode=b2a_base64(marshal.dumps(self.code_object), newline=False).decode())
 
     def _args(self, values):
         return [values[a] for a in self.args]
 
-    def total(self, values) -> Fraction:
-        return Fraction(self._total(*[values[a] for a in self.args]))
+    def total(self, values):
+        """The exact total: an ``int``, or a ``Fraction`` when it is not whole."""
+        return self._total(*[values[a] for a in self.args])
 
     def parts(self, values):
         a = self._args(values)
@@ -104,7 +107,4 @@ class CompiledRegime:
         """The symbol name for a name or a command-line alias, or None."""
         if name_or_alias in self.symbols:
             return name_or_alias
-        for n, m in self.symbols.items():
-            if m["alias"] == name_or_alias:
-                return n
-        return None
+        return self._alias.get(name_or_alias)

@@ -10,9 +10,9 @@ expressions) through sympy's printers; nothing is recomputed.
 """
 from __future__ import annotations
 
-from typing import Dict, Optional
 
-from ..lang.diagnostics import InputError
+
+from ..errors import InputError
 
 FORMATS = ("markdown", "latex")
 
