@@ -68,17 +68,28 @@ def test_cache_is_private_data(env):
         json.loads(payload)     # data, nothing else
 
 
-def test_tampered_entry_is_rebuilt_not_used(env):
+def test_tampered_entry_is_rebuilt_not_used(env, tmp_path):
+    """Another hand rewrites a compiled regime in the cache (weights zeroed, a file written on
+    load) without the secret: the entry fails its MAC, is rebuilt, and nothing of it runs."""
+    import base64
+    import marshal
     first = _run(ARGV, env)
+    marker = tmp_path / "ran"
+    evil = compile(f"open({str(marker)!r}, 'w').write('x')\ndef _inference_total(*a):\n    return 0\n", "evil", "exec")
     d = Path(env["VRAMSYM_CACHE_DIR"])
+    tampered = 0
     for e in d.glob("*/*.json"):
         mac, _, payload = e.read_bytes().partition(b"\n")
         data = json.loads(payload)
-        if "code" in data:   # a compiled regime: make the weights zero and plant code
-            data["code"] = data["code"].replace("def _inference_weights(", "import os; os.environ['X']='1'\ndef _inference_weights(", 1)
-            data["code"] += "\ndef _inference_total(*a):\n    return 0\n"
+        if "bytecode" in data:
+            data["bytecode"] = base64.b64encode(marshal.dumps(evil)).decode()
+            data["code"] = "open('/tmp/x', 'w')"
             e.write_bytes(mac + b"\n" + json.dumps(data).encode())
+            tampered += 1
+    assert tampered
     assert _run(ARGV, env) == first
+    assert _run(["--version"], env)[0] == 0
+    assert not marker.exists()
 
 
 def test_corrupt_entry_is_rebuilt(env):

@@ -137,14 +137,35 @@ def commands(iface) -> dict:
 
 # ---- handlers ----
 
-def _inputs(args):
+def _inputs(args, iface=None):
+    """The inputs the flags give, by command-line name; one symbol given two different values
+    (``--batch 1 --set b=2``) is an error."""
     out = {k[3:]: v for k, v in vars(args).items() if k.startswith("in_") and v is not None}
+    flag_of = {k: f"--{show(k)} {v}" for k, v in out.items()}
+    names = {}
+    if iface is not None:
+        names = {m["alias"]: n for n, m in iface["symbols"].items() if m["alias"]}
+    by_symbol = {names.get(k, k): k for k in out}
     for item in getattr(args, "set", None) or []:
         if "=" not in item:
             raise InputError(f"--set expects SYMBOL=VALUE, got '{item}'")
-        k, v = item.split("=", 1)
-        out[k.strip()] = v.strip()
+        k, v = (x.strip() for x in item.split("=", 1))
+        sym = names.get(k, k)
+        if sym in by_symbol and out[by_symbol[sym]] != v:
+            raise InputError(f"{sym} is given twice with different values: {flag_of[by_symbol[sym]]} and --set {item}")
+        by_symbol[sym] = k
+        flag_of[k] = f"--set {item}"
+        out[k] = v
+    args._flag_of = flag_of
     return out
+
+
+def _warn_unused(r, inputs, args) -> None:
+    """A flag the chosen regime does not read changes nothing: say so (on stderr)."""
+    for k in r.unused_inputs(inputs):
+        flag = getattr(args, "_flag_of", {}).get(k, k)
+        print(f"vramsym: warning: {flag} is ignored: regime {r.regime.regime} with these options does not "
+              f"use {k}", file=sys.stderr)
 
 
 def _options(args):
@@ -158,9 +179,10 @@ def _print_json(data) -> None:
 def cmd_estimate(args, voc):
     from vramsym.printers.report import estimate_data, print_estimate, with_capacity
     model = vramsym.load_model(args.model, args.formulas)
-    inputs, opts = _inputs(args), _options(args)
+    inputs, opts = _inputs(args, voc.iface), _options(args)
     capacity = vramsym.resolve_capacity(args.gpu)[0] if args.gpu else None
     r = vramsym.compile(model, args.regime, opts, formulas=args.formulas)
+    _warn_unused(r, inputs, args)
     if capacity is not None and r.regime.symbol("capacity"):
         inputs.setdefault("capacity", capacity)
     data = estimate_data(r.evaluate(inputs))
@@ -188,8 +210,10 @@ def cmd_solve(args, voc):
     from vramsym.printers.report import print_solution, solution_data
     capacity, cap_desc = vramsym.resolve_capacity(args.gpu)
     model = vramsym.load_model(args.model, args.formulas)
-    sol = vramsym.compile(model, args.regime, _options(args), formulas=args.formulas).solve(
-        args.target, capacity, _inputs(args))
+    inputs = _inputs(args, voc.iface)
+    r = vramsym.compile(model, args.regime, _options(args), formulas=args.formulas)
+    _warn_unused(r, inputs, args)
+    sol = r.solve(args.target, capacity, inputs)
     data = solution_data(sol, cap_desc)
     if args.json:
         _print_json({k: v for k, v in data.items() if k != "capacity_description"})
@@ -237,9 +261,9 @@ def cmd_derive(args, voc):
     if args.solve:
         if not args.gpu:
             raise InputError("--solve needs --gpu CAPACITY (e.g. 24GB, 24GiB or a GPU name)")
-        result = r.solve(args.solve, vramsym.resolve_capacity(args.gpu)[0], _inputs(args))
+        result = r.solve(args.solve, vramsym.resolve_capacity(args.gpu)[0], _inputs(args, voc.iface))
     else:
-        result = r.evaluate(_inputs(args))
+        result = r.evaluate(_inputs(args, voc.iface))
     text = vramsym.derive(result, args.format, args.standalone, library=lib)
     if args.json:
         _print_json({"format": args.format, "text": text})
@@ -265,7 +289,7 @@ def cmd_measure(args, voc):
         steps = int(args.decode_steps)
     except ValueError:
         raise InputError(f"--decode-steps takes a whole number, got '{args.decode_steps}'") from None
-    res = vramsym.compare_with_pytorch(model, args.regime, _options(args), _inputs(args), fake=not args.real,
+    res = vramsym.compare_with_pytorch(model, args.regime, _options(args), _inputs(args, voc.iface), fake=not args.real,
                                        decode_steps=steps, library=voc.load_library())
     if args.json:
         print(json.dumps(res, indent=2, default=str))
@@ -371,6 +395,9 @@ HANDLERS = {"estimate": cmd_estimate, "solve": cmd_solve, "fit": cmd_fit, "deriv
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--version"]:       # reads nothing: no formula file, no cache
+        print(f"vramsym {vramsym.__version__}")
+        return ExitStatus.OK
     wants_json = prescan(argv, "--json", "bool")
     table = None
     try:

@@ -27,7 +27,11 @@ def parse_size(text: str) -> int:
     if unit not in _UNITS:
         raise InputError(f"unknown memory unit '{m.group(2)}' in '{text}': use B, KB, MB, GB, TB "
                          f"(powers of 10) or KiB, MiB, GiB, TiB (powers of 2)")
-    value = Fraction(number.replace("_", "")) * _UNITS[unit]
+    from ..engine.values import NumberError, to_fraction
+    try:
+        value = to_fraction(number) * _UNITS[unit]
+    except NumberError as e:
+        raise InputError(f"cannot read '{text}' as a memory size: the number is {e}") from None
     if value.denominator != 1:
         raise InputError(f"'{text}' is not a whole number of bytes ({value} B)")
     if value <= 0:

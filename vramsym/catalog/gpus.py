@@ -56,5 +56,11 @@ def resolve_capacity(text: str) -> tuple[int, str]:
             # '4090' is a GPU name, not a size
             if not re.fullmatch(r"\d+", t):
                 raise
-    g = find_gpu(t)
+    try:
+        g = find_gpu(t)
+    except InputError:
+        if re.fullmatch(r"[\d_.]+", t):
+            raise InputError(f"'{t}' has no unit and is not a GPU name: write {t}GB (10^9 bytes) or "
+                             f"{t}GiB (2^30 bytes), or a GPU name (`vramsym gpus`)") from None
+        raise
     return g.capacity_bytes, f"{g.name} ({g.memory_mib:,} MiB as reported by the driver)"

@@ -30,6 +30,13 @@ class ModelSpec:
         return f"ModelSpec({self.name!r}, source={self.source!r})"
 
 
+MAX_CONFIG_BYTES = 16 * 2**20
+
+
+def _no_constant(name):
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
 def _model_files(extra=None) -> dict:
     """Catalog name -> path of its JSON file (bundled, then the ``models/`` of extra folders)."""
     dirs = [os.path.join(formulas_path(), "models")]
@@ -63,10 +70,15 @@ def load_model(name_or_path: str, extra=None) -> ModelSpec:
     path = os.path.expanduser(key)
     if os.path.isdir(path) and os.path.exists(os.path.join(path, "config.json")):
         path = os.path.join(path, "config.json")
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise InputError(f"cannot read model config '{path}': not a regular file")
     if os.path.isfile(path):
+        if os.path.getsize(path) > MAX_CONFIG_BYTES:
+            raise InputError(f"model config '{path}' is larger than {MAX_CONFIG_BYTES:,} bytes: "
+                             f"a config.json is a few kilobytes")
         try:
-            raw = json.loads(read_text(path))
-        except (OSError, ValueError) as e:
+            raw = json.loads(read_text(path), parse_constant=_no_constant)
+        except (OSError, ValueError, RecursionError) as e:
             raise InputError(f"cannot read model config '{path}': {e}") from None
         if not isinstance(raw, dict):
             raise InputError(f"model config '{path}' is not a JSON object")
@@ -90,6 +102,8 @@ def _spec(config: dict, name: str, source: str, hf_id=None, published=None) -> M
         cfg = {**{k: v for k, v in cfg.items() if k != "text_config"}, **text}
     arch = _architectures()
     mt = cfg.get("model_type")
+    if mt is not None and not isinstance(mt, str):
+        raise InputError(f"model config field 'model_type' is a {type(mt).__name__}, not a name such as \"llama\"")
     facts = dict(arch["default"])
     if mt in arch:
         facts.update(arch[mt])
@@ -111,27 +125,40 @@ def _first(cfg: dict, *keys, default=None):
     return default
 
 
+def _int(v, default=0) -> int:
+    """A config count as an int (a boolean or a non-integer is not a count)."""
+    return v if isinstance(v, int) and not isinstance(v, bool) else default
+
+
+def _count(lo: int, hi: int, step: int, offset: int = 0) -> int:
+    """How many i in [lo, hi) have (i + offset) % step == 0 (no loop: configs may claim any size)."""
+    if hi <= lo:
+        return 0
+    step = max(1, step)
+    first = lo + (-(lo + offset)) % step
+    return 0 if first >= hi else (hi - 1 - first) // step + 1
+
+
 def _derived(cfg: dict) -> dict:
-    """Per-layer counts that need a loop (documented in formulas/README.md)."""
+    """Per-layer counts (documented in formulas/README.md), in closed form."""
     out: dict = {}
     L = _first(cfg, "num_hidden_layers", "n_layer")
-    if not isinstance(L, int):
-        return out
-    experts = _first(cfg, "num_local_experts", "num_experts", "n_routed_experts", default=0) or 0
+    if not isinstance(L, int) or isinstance(L, bool) or L <= 0:
+        return out    # binding reports the missing or malformed layer count
+    experts = _int(_first(cfg, "num_local_experts", "num_experts", "n_routed_experts", default=0))
     moe_layers = 0
     if experts:
         mt = cfg.get("model_type")
-        for i in range(L):
-            if mt == "deepseek_v3" or "first_k_dense_replace" in cfg:
-                k = cfg.get("first_k_dense_replace", 0) or 0
-                freq = cfg.get("moe_layer_freq", 1) or 1
-                moe = i >= k and i % freq == 0
-            elif "decoder_sparse_step" in cfg or "mlp_only_layers" in cfg:
-                step = cfg.get("decoder_sparse_step", 1) or 1
-                moe = i not in (cfg.get("mlp_only_layers") or []) and (i + 1) % step == 0
-            else:
-                moe = True
-            moe_layers += bool(moe)
+        if mt == "deepseek_v3" or "first_k_dense_replace" in cfg:
+            k = _int(cfg.get("first_k_dense_replace"), 0)
+            moe_layers = _count(max(0, k), L, _int(cfg.get("moe_layer_freq"), 1) or 1)
+        elif "decoder_sparse_step" in cfg or "mlp_only_layers" in cfg:
+            step = _int(cfg.get("decoder_sparse_step"), 1) or 1
+            only = cfg.get("mlp_only_layers") or []
+            only = {i for i in only if isinstance(i, int) and not isinstance(i, bool)} if isinstance(only, list) else set()
+            moe_layers = _count(0, L, step, 1) - sum(1 for i in only if 0 <= i < L and (i + 1) % step == 0)
+        else:
+            moe_layers = L
     out["arch_n_experts"] = experts
     out["arch_moe_layers"] = moe_layers
     out["arch_ffn"] = "moe" if moe_layers else "dense"
@@ -145,6 +172,7 @@ def _sliding_layers(cfg: dict, L: int) -> int:
     window = cfg.get("sliding_window")
     types = cfg.get("layer_types")
     if isinstance(types, list):
+        # a layer_types longer than the layers is reported by the bound L_swa <= L
         return sum(1 for t in types if t == "sliding_attention")
     if not window:
         return 0
@@ -152,12 +180,12 @@ def _sliding_layers(cfg: dict, L: int) -> int:
     if mt == "gemma2":          # modeling_gemma2: even-indexed layers slide
         return (L + 1) // 2
     if mt in ("gemma3_text", "gemma3"):  # every sliding_window_pattern-th layer is global
-        pattern = cfg.get("sliding_window_pattern", 6) or 6
-        return sum(1 for i in range(L) if (i + 1) % pattern != 0)
+        pattern = _int(cfg.get("sliding_window_pattern"), 6) or 6
+        return L - L // pattern
     if mt in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):
         if not cfg.get("use_sliding_window"):
             return 0
-        start = cfg.get("max_window_layers", L)
+        start = _int(cfg.get("max_window_layers"), L)
         return max(0, L - start)
     if mt == "mistral" or mt == "mixtral":
         return L

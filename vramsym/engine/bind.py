@@ -9,16 +9,19 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..errors import InputError, suggest
-from .values import domain_problem, to_fraction
+from .values import NumberError, domain_problem, to_fraction
 
 
-def exact(value, what: str):
-    """``value`` as an exact number (``int`` when whole, else ``Fraction``)."""
-    if type(value) is int:
+def exact(value, what: str, from_config: bool = False, domain: str = "posint"):
+    """``value`` as an exact number (``int`` when whole, else ``Fraction``); a config.json field
+    must be a JSON number (a boolean only for a true/false symbol)."""
+    if type(value) is int and abs(value) < 10**40:
         return value
-    v = to_fraction(value)
-    if v is None:
-        raise InputError(f"{what} is {value!r}, not a number")
+    try:
+        v = to_fraction(value, allow_bool=not from_config or domain == "bool", allow_str=not from_config)
+    except NumberError as e:
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        raise InputError(f"{what} is {shown}: {e}") from None
     return v.numerator if v.denominator == 1 else v
 
 
@@ -70,7 +73,7 @@ def bind(compiled, config, inputs, exclude=(), base=None, source="") -> tuple:
                 if isinstance(raw, (list, dict)):
                     raise InputError(f"model config field '{key}' is a {type(raw).__name__}, not a number "
                                      f"(needed for {m['description']})")
-                v, origin = exact(raw, f"model config field '{key}'"), f"config:{key}"
+                v, origin = exact(raw, f"model config field '{key}'", True, m["domain"]), f"config:{key}"
             elif m["default"] is not None:
                 if name in stack:
                     raise InputError(f"cyclic defaults: {' -> '.join(stack + (name,))}")
@@ -99,7 +102,41 @@ def bind(compiled, config, inputs, exclude=(), base=None, source="") -> tuple:
                 value_of(n, ())
             except _Excluded:
                 pass        # its default reads an excluded symbol: bound with it
+    if compiled.bounds or any("divides" in m for m in symbols.values()):
+        check_bounds(compiled, values, prov)
     return values, prov
+
+
+def bound_of(compiled, name, values, kind="max"):
+    """The value of ``name``'s declared ``max`` (or ``min``) at ``values``, or None."""
+    f = compiled.bounds.get((name, kind))
+    if f is None:
+        return None
+    deps = compiled.symbols[name][kind]["args"]
+    if any(d not in values for d in deps):
+        return None
+    return Fraction(f(*[values[d] for d in deps]))
+
+
+def check_bounds(compiled, values, prov) -> None:
+    """Every bound the formula files declare between symbols (``max``, ``min``, ``divides``)."""
+    for n, m in compiled.symbols.items():
+        if n not in values:
+            continue
+        v = values[n]
+        for kind, word, bad in (("max", "at most", lambda b: v > b), ("min", "at least", lambda b: v < b)):
+            b = bound_of(compiled, n, values, kind)
+            if b is not None and bad(b):
+                shown_b = b.numerator if b.denominator == 1 else b
+                origin = "the input" if prov.get(n) == "input" else prov.get(n, "")
+                raise InputError(f"{_shown(n, m)} ({m['description']}) must be {word} {m[kind]['text']} = {shown_b}, "
+                                 f"got {v} from {origin}")
+        t = m.get("divides")
+        if t is not None and t in values and v:
+            if Fraction(values[t]) % Fraction(v) != 0:
+                tm = compiled.symbols[t]
+                raise InputError(f"{_shown(n, m)} ({m['description']}) = {v} must divide {_shown(t, tm)} "
+                                 f"({tm['description']}) = {values[t]}")
 
 
 class _Excluded(Exception):

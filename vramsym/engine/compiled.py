@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-FORMAT = 1
+FORMAT = 2
 
 
 def compile_regime(lib, composed) -> dict:
@@ -22,17 +22,27 @@ def compile_regime(lib, composed) -> dict:
     needed = set(prep.args)
     for deps, _ in prep.defaults.values():
         needed |= set(deps)
+    for b in prep.bounds.values():
+        for kind, v in b.items():
+            needed |= {v} if kind == "divides" else set(v[0])
     symbols = {}
     for n in sorted(needed):
         d = lib.symbols[n]
         symbols[n] = {"alias": d.alias, "domain": d.domain, "keys": list(d.config_keys),
                       "description": d.description, "unit": lib.units.get(n, "1"),
                       "default": list(prep.defaults[n][0]) if n in prep.defaults else None}
+        b = prep.bounds.get(n, {})
+        for kind in ("max", "min"):
+            if kind in b:
+                symbols[n][kind] = {"args": list(b[kind][0]), "text": str(b[kind][1])}
+        if "divides" in b:
+            symbols[n]["divides"] = b["divides"]
     funcs = {e.key: "_" + e.func for e in prep.entries}
     comps = []
     for c in composed.components:
         t = lib.terms[c]
         comps.append({"name": c, "func": funcs[c], "description": t.description, "unit": lib.units.get(c, "byte"),
+                      "signed": bool(t.signed),
                       "sources": list(t.sources), "definition": str(composed.definitions[c]),
                       "formula": str(composed.expanded[c])})
     used = used_options(lib, composed)
@@ -50,7 +60,8 @@ class CompiledRegime:
     over a dict of exact values (``int`` or ``Fraction``) for ``args``."""
 
     __slots__ = ("data", "regime", "description", "options", "used_options", "symbols", "args",
-                 "components", "overridden", "_total", "_parts", "_params", "defaults", "code_object", "_alias")
+                 "components", "overridden", "_total", "_parts", "_params", "defaults", "code_object", "_alias",
+                 "bounds")
 
     def __init__(self, data: dict):
         if data.get("format") != FORMAT:
@@ -80,6 +91,7 @@ class CompiledRegime:
         self._parts = tuple(ns[c["func"]] for c in data["components"])
         self._params = ns[data["params"]] if data.get("params") else None
         self.defaults = {n: ns["_default_" + n] for n, m in self.symbols.items() if m["default"] is not None}
+        self.bounds = {(n, k): ns[f"_{k}_{n}"] for n, m in self.symbols.items() for k in ("max", "min") if k in m}
         self._alias = {m["alias"]: n for n, m in self.symbols.items() if m["alias"]}
 
     def cache_payload(self) -> dict:

@@ -96,7 +96,9 @@ def compose(lib: Library, name: str, options: Mapping[str, str] = (),
             return symbols[n] if n in symbols else placeholder(n)
         return symbols[n]
 
-    definitions = {n: to_sympy(e, resolve, opts) for n, e in reached.items()}
+    from ..lang.parse import deep_recursion
+    with deep_recursion():
+        definitions = {n: to_sympy(e, resolve, opts) for n, e in reached.items()}
     expanded: Dict[str, sympy.Expr] = {}
 
     def expand(n: str) -> sympy.Expr:

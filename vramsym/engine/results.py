@@ -21,10 +21,11 @@ class Binding:
 
 
 class Component:
-    __slots__ = ("name", "description", "unit", "exact", "sources", "definition", "formula")
+    __slots__ = ("name", "description", "unit", "exact", "sources", "definition", "formula", "signed")
 
     def __init__(self, meta, exact):
         self.name, self.description, self.unit = meta["name"], meta["description"], meta["unit"]
+        self.signed = meta.get("signed", False)
         self.sources, self.definition, self.formula = tuple(meta["sources"]), meta["definition"], meta["formula"]
         self.exact = exact
 
@@ -57,7 +58,11 @@ class Estimate:
     def components(self):
         if self._components is None:
             parts = self.compiled.parts(self.binding.values)
-            self._components = tuple(Component(m, v) for m, v in zip(self.compiled.components, parts))
+            comps = tuple(Component(m, v) for m, v in zip(self.compiled.components, parts))
+            self._components = comps
+            if any(c.exact < 0 and not c.signed for c in comps):
+                from .runtime import negative
+                negative(self)
         return self._components
 
     @property

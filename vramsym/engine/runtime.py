@@ -8,7 +8,7 @@ compiled code and search exactly (vramsym.engine.inverse). Nothing else computes
 """
 from __future__ import annotations
 
-from .bind import bind, user_values
+from .bind import bind, bound_of, user_values
 from ..errors import DoesNotFit, InputError, SolveError, suggest
 from .inverse import largest_fitting
 from .results import Binding, Estimate, Solution, to_int_bytes
@@ -148,7 +148,10 @@ class Compiled:
     def _estimate(self, values, prov):
         notes = self.model.notes if self.model is not None else ()
         name = self.model.name if self.model is not None else ""
-        return Estimate(self.regime, name, Binding(values, prov), self.regime.total(values), notes)
+        est = Estimate(self.regime, name, Binding(values, prov), self.regime.total(values), notes)
+        if est.exact_total < 0:
+            negative(est)
+        return est
 
     def evaluate(self, inputs=None, **kw) -> Estimate:
         """The estimate for these inputs (command-line names such as ``batch`` or symbol names)."""
@@ -218,11 +221,27 @@ class Compiled:
                  "capacity_bytes": capacity, "shortfall_bytes": short,
                  "largest_term": {"name": big.name, "bytes": big.bytes},
                  "components": [{"name": x.name, "bytes": x.bytes} for x in est.components]})
-        best = largest_fitting(total, capacity, lo=lo, name=alias)
+        hi = bound_of(c, name, values, "max")
+        hi = None if hi is None else int(hi // 1)
+        if hi is not None and hi < lo:
+            raise SolveError(f"{alias} must be at most {c.symbols[name]['max']['text']} = {hi}, below its "
+                             f"smallest value {lo}: there is nothing to solve")
+        best = largest_fitting(total, capacity, lo=lo, hi=hi, name=alias)
         nxt = to_int_bytes(total(best + 1))
         total(best)         # leaves every value (defaults that read the variable too) at the answer
         prov[name] = "input"
         return Solution(name, alias, best, capacity, self._estimate(values, prov), nxt)
+
+
+def negative(est):
+    """A total below zero is never an answer: say which component made it so, and for what inputs."""
+    bad = [c for c in est.components if c.exact < 0 and not c.signed] or \
+        sorted(est.components, key=lambda c: c.exact)[:1]
+    ins = ", ".join(f"{k}={v}" for k, v in sorted(est.inputs.items())) or "no inputs"
+    c = bad[0]
+    raise InputError(f"the {est.regime} total is negative ({est.total_bytes:,} B): the term {c.name} "
+                     f"({c.description}) is {c.bytes:,} B with {ins}; the inputs are outside what the "
+                     f"formulas describe")
 
 
 def compile(model=None, regime: str = "inference", options=None, library=None, formulas=()) -> Compiled:

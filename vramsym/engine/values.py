@@ -1,23 +1,66 @@
-"""Input values as exact fractions, and symbol domains (shared by the engine and the fast path)."""
+"""Input values as exact fractions, within bounds, and symbol domains.
+
+Every number vramsym reads from a user (a flag, a config.json field, a capacity) goes
+through :func:`to_fraction`: exact (a float by its shortest repr, a decimal string as
+written), finite, and small enough to compute with (at most ``MAX_DIGITS`` digits and an
+exponent of at most ``MAX_EXPONENT``), so that no input can make vramsym hang or run out
+of memory building a number.
+"""
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
+MAX_DIGITS = 40          # significant digits of a number read from the user
+MAX_EXPONENT = 40        # |e| in 1e40
+_DECIMAL = re.compile(r"^\s*([+-]?)(\d[\d_]*)?(?:\.(\d*))?(?:[eE]([+-]?\d+))?\s*$")
+_RATIO = re.compile(r"^\s*([+-]?\d+)\s*/\s*(\d+)\s*$")
 
-def to_fraction(value) -> Fraction | None:
-    """An exact Fraction for ints, bools, floats (by their repr) and decimal strings; None otherwise."""
+
+class NumberError(ValueError):
+    """Why a value is not a number vramsym accepts (a sentence)."""
+
+
+def to_fraction(value, allow_bool: bool = True, allow_str: bool = True) -> Fraction:
+    """``value`` as an exact Fraction, or :class:`NumberError` saying why not."""
     if isinstance(value, bool):
+        if not allow_bool:
+            raise NumberError("a true/false value, not a number")
         return Fraction(int(value))
-    if isinstance(value, (int, Fraction)):
+    if isinstance(value, int):
+        if abs(value) >= 10**MAX_DIGITS:
+            raise NumberError(f"larger than 10^{MAX_DIGITS}")
         return Fraction(value)
+    if isinstance(value, Fraction):
+        return value
     if isinstance(value, float):
-        return Fraction(repr(value))
+        if value != value or value in (float("inf"), float("-inf")):
+            raise NumberError("not a finite number")
+        return _from_text(repr(value))
     if isinstance(value, str):
-        try:
-            return Fraction(value.replace("_", ""))
-        except (ValueError, ZeroDivisionError):
-            return None
-    return None
+        if not allow_str:
+            raise NumberError("a string, not a number (write it without quotes)")
+        return _from_text(value)
+    raise NumberError(f"a {type(value).__name__}, not a number")
+
+
+def _from_text(text: str) -> Fraction:
+    if len(text) > 2 * MAX_DIGITS + 10:
+        raise NumberError(f"longer than {2 * MAX_DIGITS + 10} characters")
+    m = _RATIO.match(text)
+    if m:
+        if int(m.group(2)) == 0:
+            raise NumberError("a fraction with a zero denominator")
+        return Fraction(int(m.group(1)), int(m.group(2)))
+    m = _DECIMAL.match(text)
+    if not m or not (m.group(2) or m.group(3)):
+        raise NumberError("not a number")
+    digits = (m.group(2) or "").replace("_", "") + (m.group(3) or "")
+    if len(digits.lstrip("0")) > MAX_DIGITS:
+        raise NumberError(f"more than {MAX_DIGITS} significant digits")
+    if m.group(4) and abs(int(m.group(4))) > MAX_EXPONENT:
+        raise NumberError(f"an exponent beyond ±{MAX_EXPONENT}")
+    return Fraction(text.strip().replace("_", ""))
 
 
 def domain_problem(domain: str, v: Fraction) -> str | None:

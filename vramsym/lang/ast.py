@@ -168,6 +168,9 @@ class SymbolDecl:
     config_keys: Tuple[str, ...] = ()
     alias: Optional[str] = None
     sources: Tuple[str, ...] = ()
+    max: Optional[Expr] = None          # an upper bound, from other symbols
+    min: Optional[Expr] = None          # a lower bound
+    divides: Optional[str] = None       # a symbol this one must divide
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,7 @@ class TermDef:
     span: Span
     sources: Tuple[str, ...] = ()
     latex: Optional[str] = None
+    signed: bool = False                # may be negative (an overlap subtracted from a sum)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@ raises (one :class:`FormulaError` with every diagnostic).
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
@@ -20,6 +22,8 @@ from .diagnostics import (MSG_ARITY, MSG_COMPARE_OUTSIDE_IF, MSG_CYCLE, MSG_DUPL
                           MSG_UNKNOWN_OPTION, MSG_UNKNOWN_REGIME, Diagnostic, FormulaError)
 
 DOMAINS = ("posint", "nonnegint", "posreal", "nonnegreal", "bool")
+MAX_FILE_BYTES = 2**20     # one formula file
+MAX_EXPONENT = 64          # |n| in x^n
 FUNCTIONS = {"min": (2, None), "max": (2, None), "ceil": (1, 1), "floor": (1, 1), "if": (3, 3)}
 
 
@@ -92,13 +96,22 @@ def load(paths: Sequence[Path], units_file: Optional[str] = None) -> Tuple[Libra
             return
         seen.add(path)
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
+            st = os.stat(path)
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError(0, "not a regular file")
+            if st.st_size > MAX_FILE_BYTES:
+                raise OSError(0, f"larger than {MAX_FILE_BYTES:,} bytes (a formula file is a few kilobytes)")
+            with open(path, "rb") as fh:
+                data = fh.read(MAX_FILE_BYTES + 1)
+            if len(data) > MAX_FILE_BYTES:
+                raise OSError(0, f"larger than {MAX_FILE_BYTES:,} bytes")
+            text = data.decode("utf-8")
+        except (OSError, UnicodeDecodeError, ValueError) as e:
             span = via.span if via else A.Span(str(path), 0, 0, 0, 0)
             diags.append(Diagnostic(span, "include", MSG_INCLUDE.format(path=str(path), why=getattr(e, "strerror", None) or str(e))))
             return
         name = _display(path)
-        lib.file_hashes[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+        lib.file_hashes[str(path)] = hashlib.sha256(data).hexdigest()
         module, d = parse_text(text, name)
         lib.sources[name] = text
         diags.extend(d)
@@ -111,11 +124,13 @@ def load(paths: Sequence[Path], units_file: Optional[str] = None) -> Tuple[Libra
         if p.name != "units.txt" or not p.exists():
             visit(p, None)
     lib.files = tuple(m.path for m in modules)
-    _collect(lib, modules, diags)
-    if units_file is None:
-        from .units import units_file_default
-        units_file = units_file_default()
-    _check(lib, diags, units_file)
+    from .parse import deep_recursion
+    with deep_recursion():
+        _collect(lib, modules, diags)
+        if units_file is None:
+            from .units import units_file_default
+            units_file = units_file_default()
+        _check(lib, diags, units_file)
     return lib, diags
 
 
@@ -251,15 +266,24 @@ def _check(lib: Library, diags: List[Diagnostic], units_file: str) -> None:
     for t in lib.terms.values():
         check_expr(t.expr, declared.get(t.name), "term", t.expr.span, t.name)
     for s in lib.symbols.values():
-        if s.default is not None:
-            bad = [n for n in names_in(s.default) if n.name in lib.terms]
+        for what, e in (("default", s.default), ("bound", s.max), ("bound", s.min)):
+            if e is None:
+                continue
+            bad = [n for n in names_in(e) if n.name in lib.terms]
             for n in bad:
-                diags.append(Diagnostic(n.span, "definition", MSG_DEFAULT_TERM.format(name=s.name, term=n.name)))
+                diags.append(Diagnostic(n.span, "definition", MSG_DEFAULT_TERM.format(name=s.name, term=n.name)
+                                        .replace("the default", "a default or bound")))
             if not bad:
-                check_expr(s.default, declared.get(s.name), "default", s.default.span, s.name)
+                check_expr(e, declared.get(s.name), "default", e.span, s.name)
+        if s.divides is not None and s.divides not in lib.symbols:
+            diags.append(Diagnostic(s.span, "name", MSG_UNKNOWN_NAME.format(name=s.divides)))
     for t in lib.terms.values():
         if not t.sources:
             diags.append(Diagnostic(t.span, "definition", MSG_NO_SOURCE.format(name=t.name)))
+    for d in list(lib.symbols.values()) + list(lib.terms.values()):
+        problem = latex_problem(d.latex) if d.latex else None
+        if problem:
+            diags.append(Diagnostic(d.span, "definition", f"the latex name of '{d.name}' {problem}"))
     _check_regimes(lib, diags, check_expr, declared)
     _check_presets(lib, diags)
     _check_cycles(lib, diags)
@@ -282,6 +306,17 @@ class _NameCheck(A.Visitor):
     def visit_Name(self, e):
         if e.name not in self.lib.symbols and e.name not in self.lib.terms:
             self.diags.append(Diagnostic(e.span, "name", MSG_UNKNOWN_NAME.format(name=e.name)))
+
+    def visit_BinOp(self, e):
+        if e.op == "^":
+            from .units import Constant
+            k = Constant().visit(e.right)
+            if k is None or k.denominator != 1 or abs(k) > MAX_EXPONENT:
+                self.diags.append(Diagnostic(e.right.span, "syntax",
+                                             f"an exponent must be a whole-number constant between -{MAX_EXPONENT} "
+                                             f"and {MAX_EXPONENT}"))
+                return
+        self.generic_visit(e)
 
     def visit_Compare(self, e):
         in_if, self.in_if = self.in_if, False     # set only for the condition of an if()
@@ -367,6 +402,34 @@ class _Names(A.Visitor):
         self.found.append(e)
 
 
+# A `latex` attribute goes into derivations as math: only a name's worth of LaTeX.
+LATEX_COMMANDS = frozenset("""alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda
+mu nu xi pi varpi rho varrho sigma varsigma tau upsilon phi varphi chi psi omega Gamma Delta Theta Lambda Xi Pi
+Sigma Upsilon Phi Psi Omega ell hbar prime mathrm mathit mathbf mathsf mathtt mathcal hat tilde bar vec dot ddot
+widehat widetilde overline partial nabla infty star ast""".split())
+
+
+def latex_problem(tex: str):
+    """Why ``tex`` is not a LaTeX name vramsym will print, or None: letters, digits, ``_``, ``^``,
+    ``'``, braces (balanced), spaces, and backslash commands from :data:`LATEX_COMMANDS` only."""
+    import re
+    depth = 0
+    for ch in tex:
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if depth < 0:
+            return "closes a brace it did not open"
+    if depth:
+        return "leaves a brace open"
+    for cmd in re.findall(r"\\([A-Za-z]+|.)", tex):
+        if cmd not in LATEX_COMMANDS:
+            return (f"uses \\{cmd}, which is not a math name command (allowed: Greek letters, \\mathrm, "
+                    f"\\hat, ... in vramsym.lang.library.LATEX_COMMANDS)")
+    bad = next((ch for ch in re.sub(r"\\[A-Za-z]+", "", tex) if not (ch.isalnum() or ch in "_^{}' ,.")), None)
+    if bad is not None:
+        return f"contains {bad!r}: a LaTeX name may hold letters, digits, _ ^ ' {{ }} and math commands"
+    return None
+
+
 def names_in(e: A.Expr) -> List[A.Name]:
     """Every name an expression reads, in order."""
     v = _Names()
@@ -381,7 +444,7 @@ def _check_cycles(lib: Library, diags: List[Diagnostic]) -> None:
         graph[t.name] = names_in(t.expr)
         spans[t.name] = t.span
     for s in lib.symbols.values():
-        graph[s.name] = names_in(s.default) if s.default is not None else []
+        graph[s.name] = names_in(s.default) if s.default is not None else []   # bounds may refer back
         spans[s.name] = s.span
     cycle = find_cycle({k: [n.name for n in v] for k, v in graph.items()})
     if cycle:

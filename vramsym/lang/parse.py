@@ -47,10 +47,17 @@ class _Builder(Transformer):
     def _tspan(self, tok: Token) -> A.Span:
         return A.Span(self.file, tok.line, tok.column, tok.end_line, tok.end_column)
 
-    @staticmethod
-    def _str(tok: Token) -> str:
-        """A string literal's text: only \\" and \\\\ are escapes (LaTeX names keep their backslashes)."""
-        return str(tok)[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+    def _str(self, tok: Token) -> str:
+        """A string literal's text: only \\" and \\\\ are escapes (LaTeX names keep their backslashes).
+        Control characters are refused: every string ends up on a terminal or in generated code."""
+        text = str(tok)[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+        bad = next((ch for ch in text if ord(ch) < 32 or 0x7f <= ord(ch) < 0xa0 or ch in "\u2028\u2029"), None)
+        if bad is not None:
+            raise _LimitError(self._tspan(tok), f"a string may not contain the control character {bad!r}")
+        if len(text) > MAX_STRING:
+            raise _LimitError(self._tspan(tok), f"a string may be at most {MAX_STRING:,} characters long, "
+                                                f"this one has {len(text):,}")
+        return text
 
     # ---- statements ----
     def start(self, items):
@@ -83,6 +90,18 @@ class _Builder(Transformer):
     def attr_from(self, items):
         return ("config_keys", tuple(str(t) for t in items))
 
+    def attr_max(self, items):
+        return ("max", items[0])
+
+    def attr_min(self, items):
+        return ("min", items[0])
+
+    def attr_divides(self, items):
+        return ("divides", str(items[0]))
+
+    def attr_signed(self, items):
+        return ("signed", True)
+
     def attr_alias(self, items):
         return ("alias", str(items[0]))
 
@@ -105,7 +124,8 @@ class _Builder(Transformer):
         name, expr, unit, desc, *attrs = items
         sources = tuple(v for k, v in attrs if k == "sources")
         latex = next((v for k, v in attrs if k == "latex"), None)
-        return A.TermDef(str(name), expr, unit, self._str(desc), self._span(meta), sources, latex)
+        signed = any(k == "signed" for k, _ in attrs)
+        return A.TermDef(str(name), expr, unit, self._str(desc), self._span(meta), sources, latex, signed)
 
     @v_args(meta=True)
     def regime_def(self, meta, items):
@@ -162,8 +182,13 @@ class _Builder(Transformer):
     # ---- expressions ----
     @v_args(meta=True)
     def number(self, meta, items):
+        from ..engine.values import NumberError, to_fraction
         text = str(items[0])
-        return A.Num(Fraction(text.replace("_", "")), text, self._span(meta))
+        try:
+            value = to_fraction(text)
+        except NumberError as e:
+            raise _LimitError(self._span(meta), f"the number {text[:40]}{'...' if len(text) > 40 else ''} is {e}") from None
+        return A.Num(value, text, self._span(meta))
 
     @v_args(meta=True)
     def name(self, meta, items):
@@ -251,6 +276,44 @@ def _expected(exc: UnexpectedInput) -> str:
     return "expected " + ", ".join(names)
 
 
+MAX_DEPTH = 2000          # nesting of one expression (a sum of 2,000 terms is that deep)
+MAX_STRING = 10_000       # characters of one string
+
+
+class _LimitError(Exception):
+    def __init__(self, span, message):
+        super().__init__(message)
+        self.span, self.message = span, message
+
+
+def _too_deep(tree):
+    """(line, column) inside an expression nested deeper than MAX_DEPTH, else None (no recursion)."""
+    from lark import Tree
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            meta = getattr(node, "meta", None)
+            return (getattr(meta, "line", 1) or 1, getattr(meta, "column", 1) or 1)
+        for c in node.children:
+            if isinstance(c, Tree):
+                stack.append((c, depth + 1))
+    return None
+
+
+class deep_recursion:
+    """Room for the recursive passes over an expression of MAX_DEPTH levels."""
+
+    def __enter__(self):
+        import sys
+        self.old = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(self.old, 8 * MAX_DEPTH + 2000))
+
+    def __exit__(self, *exc):
+        import sys
+        sys.setrecursionlimit(self.old)
+
+
 def parse_text(text: str, file: str = "<string>") -> Tuple[A.Module, List[Diagnostic]]:
     """Parse one file's text. Returns ``(module, diagnostics)``; never raises for bad text."""
     try:
@@ -279,10 +342,18 @@ def parse_text(text: str, file: str = "<string>") -> Tuple[A.Module, List[Diagno
     except UnexpectedInput as e:  # pragma: no cover
         return A.Module(file), [Diagnostic(A.Span(file, getattr(e, "line", 1), getattr(e, "column", 1), 0, 0),
                                            "syntax", MSG_SYNTAX.format(detail=str(e).splitlines()[0]))]
+    deep = _too_deep(tree)
+    if deep is not None:
+        return A.Module(file), [Diagnostic(A.Span(file, deep[0], deep[1], deep[0], deep[1] + 1), "syntax",
+                                           f"an expression may nest at most {MAX_DEPTH:,} levels deep "
+                                           f"(here: more): split it into terms")]
     try:
-        statements = _Builder(file).transform(tree)
+        with deep_recursion():
+            statements = _Builder(file).transform(tree)
     except VisitError as e:
         orig = e.orig_exc
+        if isinstance(orig, _LimitError):
+            return A.Module(file), [Diagnostic(orig.span, "syntax", orig.message)]
         if isinstance(orig, _UnitOneError):
             return A.Module(file), [Diagnostic(orig.span, "syntax", MSG_BAD_UNIT_ONE.format(text=orig.text))]
         if isinstance(orig, (ValueError, OverflowError, ZeroDivisionError)):

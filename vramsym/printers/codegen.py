@@ -59,6 +59,7 @@ class Prepared:
     bound: Dict[str, Fraction]
     terms: Tuple[str, ...]             # terms reached by the exported entries (for their sources)
     defaults: Dict[str, Tuple[Tuple[str, ...], sympy.Expr]] = None  # symbol -> (its arguments, default)
+    bounds: Dict[str, Dict] = None     # symbol -> {"max"/"min": (arguments, expr), "divides": symbol}
 
 
 def _rational(v) -> sympy.Rational:
@@ -124,26 +125,57 @@ def prepare(composed, lib, binding_values: Optional[Mapping[str, object]] = None
                              "parameters of the model", "parameter", ()))
     args = sorted({s.name for e in entries for s in e.expr.free_symbols})
     reached = _reached(composed, list(composed.components) if term is None else [term])
+    defaults, bounds = _defaults(composed, lib, args, bound)
     return Prepared(regime, composed.description, composed.options, tuple(entries), tuple(args), bound,
-                    tuple(reached), _defaults(composed, lib, args, bound))
+                    tuple(reached), defaults, bounds)
 
 
-def _defaults(composed, lib, args, bound) -> Dict[str, Tuple[Tuple[str, ...], sympy.Expr]]:
-    """Default expressions of the free symbols (and of the symbols those defaults read), in order."""
+def _defaults(composed, lib, args, bound):
+    """The defaults and bounds of the free symbols and of every symbol those read, in order:
+    (defaults, bounds) with defaults: symbol -> (its arguments, expression) and bounds:
+    symbol -> {"max"|"min": (arguments, expression), "divides": symbol}."""
     from ..lang.build import to_sympy
     from ..lang.library import names_in
-    out: Dict[str, Tuple[Tuple[str, ...], sympy.Expr]] = {}
+    defaults: Dict[str, Tuple[Tuple[str, ...], sympy.Expr]] = {}
+    bounds: Dict[str, Dict] = {}
+    seen = set()
     todo = [a for a in args if a in lib.symbols]
     while todo:
         n = todo.pop(0)
-        d = lib.symbols[n]
-        if n in out or n in bound or d.default is None:
+        if n in seen or n in bound:
             continue
-        e = to_sympy(d.default, lambda x: composed.symbols[x], dict(composed.options))
-        deps = tuple(sorted(s.name for s in e.free_symbols))
-        out[n] = (deps, e)
-        todo.extend(x.name for x in names_in(d.default) if x.name in lib.symbols)
-    return out
+        seen.add(n)
+        d = lib.symbols[n]
+        for kind, e in (("default", d.default), ("max", d.max), ("min", d.min)):
+            if e is None:
+                continue
+            x = to_sympy(e, lambda s: composed.symbols[s], dict(composed.options))
+            deps = tuple(sorted(s.name for s in x.free_symbols))
+            if kind == "default":
+                defaults[n] = (deps, x)
+            else:
+                bounds.setdefault(n, {})[kind] = (deps, x)
+            todo.extend(s for s in deps if s in lib.symbols)
+        if d.divides is not None:
+            bounds.setdefault(n, {})["divides"] = d.divides
+            todo.append(d.divides)
+    return defaults, bounds
+
+
+# ---------------------------------------------------------------------------
+# escaping: every user string (descriptions, sources, options) that goes into generated
+# code passes through exactly one of these, chosen by the target
+
+def py_string(text: str) -> str:
+    """A triple-quoted Python literal (a docstring) holding ``text`` verbatim, whatever it holds:
+    backslashes and quotes are escaped, so it can never end early or run."""
+    body = str(text).replace("\\", "\\\\").replace('"', '\\"')
+    return '"""' + body + '"""'
+
+
+def c_comment(text: str) -> str:
+    """``text`` for the inside of a C / JavaScript block comment: it cannot close the comment."""
+    return str(text).replace("*/", "* /")
 
 
 # ---------------------------------------------------------------------------
@@ -295,7 +327,7 @@ def _header_lines(p: Prepared, lib, target: str) -> List[str]:
 def _py_module_head(p: Prepared, lib, target: str, ren, note, imports) -> List[str]:
     """Docstring (header + a note on the arithmetic), imports, __all__ and ARGUMENTS of a Python module."""
     doc = "\n".join(_header_lines(p, lib, target))
-    return (['"""' + doc.replace("\\", "\\\\").replace('"""', "'''"), ""] + note + ['"""'] + imports
+    return ([py_string("\n".join([doc, ""] + note))] + imports
             + ["", f"__all__ = {[e.func for e in p.entries]!r}", f"ARGUMENTS = {list(ren[a] for a in p.args)!r}", ""])
 
 
@@ -316,7 +348,7 @@ def python_module(p: Prepared, lib) -> str:
            ""]
     for e in p.entries:
         call = f"_{e.func}(" + ", ".join(f"_exact({ren[a]})" for a in p.args) + ")"
-        out += ["", f"def {e.func}({params}):", "    " + py_docstring(f"{e.description} [{e.unit}]."),
+        out += ["", f"def {e.func}({params}):", "    " + py_string(f"{e.description} [{e.unit}]."),
                 f"    return _exact({call})", "",
                 "", f"def _{e.func}({params}):", f"    return {pr.doprint(e.expr)}", ""]
     if p.defaults:
@@ -326,12 +358,16 @@ def python_module(p: Prepared, lib) -> str:
             out += ["", f"def _default_{name}({', '.join(dren[d] for d in deps)}):",
                     f"    return {ExactPythonPrinter(dren).doprint(expr)}", ""]
         out += [f"DEFAULTS = {{{', '.join(f'{n!r}: {tuple(d)!r}' for n, (d, _) in p.defaults.items())}}}", ""]
+    if p.bounds:
+        out += ["", "# bounds of symbols that other symbols limit (symbol: its arguments)"]
+        for name, b in p.bounds.items():
+            for kind in ("max", "min"):
+                if kind in b:
+                    deps, expr = b[kind]
+                    dren = {d: _safe(d, _PY_RESERVED) for d in deps}
+                    out += ["", f"def _{kind}_{name}({', '.join(dren[d] for d in deps)}):",
+                            f"    return {ExactPythonPrinter(dren).doprint(expr)}", ""]
     return "\n".join(out)
-
-
-def py_docstring(text: str) -> str:
-    """A Python string literal for ``text`` that ends where it should whatever ``text`` holds."""
-    return repr(text)
 
 
 def _numpy(p: Prepared, lib) -> str:
@@ -344,7 +380,7 @@ def _numpy(p: Prepared, lib) -> str:
         ["import functools", "import numpy"])
     for e in p.entries:
         out += ["", f"def {e.func}({params}):",
-                f'    """{e.description} [{e.unit}], elementwise."""'.replace("\\", "\\\\")]
+                "    " + py_string(f"{e.description} [{e.unit}], elementwise.")]
         for a in p.args:
             out.append(f"    {ren[a]} = numpy.asarray({ren[a]}, dtype=numpy.float64)")
         shape = f"numpy.broadcast({params}).shape" if p.args else "()"
@@ -360,13 +396,13 @@ def _javascript(p: Prepared, lib) -> str:
     ren = {a: _safe(a, _JS_RESERVED) for a in p.args}
     pr = JSPrinter(ren)
     params = ", ".join(ren[a] for a in p.args)
-    out = ["/*"] + [" * " + ln.replace("*/", "* /") for ln in _header_lines(p, lib, "javascript")] + [
+    out = ["/*"] + [" * " + c_comment(ln) for ln in _header_lines(p, lib, "javascript")] + [
         " * Arithmetic in JavaScript Numbers (IEEE double); no BigInt.", " */", '"use strict";', ""]
     for e in p.entries:
         out.append("/**")
-        out.append(f" * {e.description} [{e.unit}].".replace("*/", "* /"))
+        out.append(" * " + c_comment(f"{e.description} [{e.unit}]."))
         for a in p.args:
-            out.append(f" * @param {{number}} {ren[a]} {_arg_doc(lib, a, with_name=False)}".replace("*/", "* /"))
+            out.append(f" * @param {{number}} {ren[a]} " + c_comment(_arg_doc(lib, a, with_name=False)))
         out.append(" * @returns {number}")
         out.append(" */")
         body = pr.doprint(e.expr).replace("\n", "\n    ")
@@ -382,10 +418,10 @@ def _c(p: Prepared, lib) -> str:
     ren = {a: _safe(a, _C_RESERVED) for a in p.args}
     pr = CPrinter(ren)
     params = ", ".join(f"double {ren[a]}" for a in p.args) or "void"
-    out = ["/*"] + [" * " + ln.replace("*/", "* /") for ln in _header_lines(p, lib, "c")] + [
+    out = ["/*"] + [" * " + c_comment(ln) for ln in _header_lines(p, lib, "c")] + [
         " * Arithmetic in double; link with -lm.", " */", "#include <math.h>", ""]
     for e in p.entries:
-        out.append("/* " + f"{e.description} [{e.unit}].".replace("*/", "* /") + " */")
+        out.append("/* " + c_comment(f"{e.description} [{e.unit}].") + " */")
         body = pr.doprint(e.expr).replace("\n", "\n    ")
         out += [f"double {e.func}({params}) {{", f"    return {body};", "}", ""]
     return "\n".join(out)
