@@ -18,7 +18,10 @@ def compile_regime(lib, composed) -> dict:
     """The compiled regime as data: its code and its symbol table."""
     from ..printers.codegen import prepare, python_module
     from .regimes import used_options
-    prep = prepare(composed, lib, None, None, with_params=True)
+    from ..lang.parse import deep_recursion
+    with deep_recursion():
+        prep = prepare(composed, lib, None, None, with_params=True)
+        code = python_module(prep, lib)
     needed = set(prep.args)
     for deps, _ in prep.defaults.values():
         needed |= set(deps)
@@ -52,7 +55,7 @@ def compile_regime(lib, composed) -> dict:
             "chain": list(composed.chain), "options": [list(kv) for kv in composed.options],
             "used_options": sorted(used), "overridden": list(composed.overridden),
             "args": list(prep.args), "symbols": symbols, "components": comps, "total": funcs["total"],
-            "params": funcs.get("P"), "code": python_module(prep, lib)}
+            "params": funcs.get("P"), "code": code}
 
 
 class CompiledRegime:
