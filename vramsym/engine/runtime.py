@@ -69,7 +69,7 @@ class Vocabulary:
         if data is not None:
             try:
                 compiled = CompiledRegime(data)
-            except (ValueError, KeyError, TypeError, SyntaxError):
+            except (ValueError, KeyError, TypeError, SyntaxError, EOFError):
                 compiled = None      # an entry of another format: rebuilt below
         if compiled is None:
             from .compiled import compile_regime
