@@ -141,3 +141,14 @@ def test_cache_keeps_a_bounded_number_of_keys(env, tmp_path):
     finally:
         os.environ.clear()
         os.environ.update(old)
+
+
+def test_key_follows_the_version_and_python(monkeypatch):
+    import vramsym
+    from vramsym.engine import cache
+    k = cache.code_key()
+    monkeypatch.setattr(cache, "__version__", vramsym.__version__ + ".post1")
+    assert cache.code_key() != k
+    monkeypatch.setattr(cache, "__version__", vramsym.__version__)
+    monkeypatch.setattr(cache.sys, "version", "3.99.0 (another interpreter)")
+    assert cache.code_key() != k
