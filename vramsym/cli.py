@@ -61,7 +61,7 @@ COMMANDS = [
     ("gpus", "the bundled GPU catalog", ("json",), ["vramsym gpus"]),
     ("formulas", "every term with its unit and source", ("formulas", "json"), ["vramsym formulas"]),
     ("check", "validate formula files (with the bundled ones)", ("files", "json"),
-     ["vramsym check formulas/training.vram"]),
+     ["vramsym check my.vram"]),
 ]
 
 
