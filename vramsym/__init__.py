@@ -20,7 +20,7 @@ from .errors import DoesNotFit, InputError, SolveError, VramError
 __version__ = "0.2.0"
 
 __all__ = [
-    "load_library", "load_model", "compose", "compile", "estimate", "solve", "derive", "export",
+    "load_library", "load_model", "vocabulary", "compose", "compile", "estimate", "solve", "derive", "export",
     "resolve_capacity", "find_gpu", "check", "explain_dtype", "catalog_models", "catalog_gpus", "compare_with_pytorch", "Diagnostic", "DoesNotFit", "FormulaError", "InputError", "SolveError",
     "VramError", "__version__",
 ]
@@ -31,6 +31,13 @@ def __getattr__(name):          # the formula-file error types need the AST: imp
         from .lang import diagnostics
         return getattr(diagnostics, name)
     raise AttributeError(f"module 'vramsym' has no attribute '{name}'")
+
+
+def vocabulary(formulas=()):
+    """The formula library's vocabulary (options, presets, regimes, symbol names, `fit` rows) as
+    data, read from the cache when it can be: what the command line builds its flags from."""
+    from .engine.runtime import vocabulary as _vocabulary
+    return _vocabulary(formulas)
 
 
 def load_library(extra=(), use_cache: bool = True):

@@ -402,8 +402,7 @@ def main(argv=None) -> int:
     table = None
     try:
         formulas = prescan(argv, "--formulas") if argv[:1] != ["check"] else []
-        from vramsym.engine.runtime import vocabulary
-        voc = vocabulary(formulas)
+        voc = vramsym.vocabulary(formulas)
         table = commands(voc.iface)
         command, values = parse(argv, table, vramsym.__version__)
         if command in ("help", "version"):
