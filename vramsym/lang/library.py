@@ -111,7 +111,10 @@ def load(paths: Sequence[Path], units_file: Optional[str] = None) -> Tuple[Libra
             diags.append(Diagnostic(span, "include", MSG_INCLUDE.format(path=str(path), why=getattr(e, "strerror", None) or str(e))))
             return
         name = _display(path)
-        lib.file_hashes[str(path)] = hashlib.sha256(data).hexdigest()
+        digest = hashlib.sha256(data).hexdigest()
+        if digest in lib.file_hashes.values():
+            return      # the same text under another path (a checkout's copy of a bundled file)
+        lib.file_hashes[str(path)] = digest
         module, d = parse_text(text, name)
         lib.sources[name] = text
         diags.extend(d)
