@@ -80,6 +80,6 @@ def print_solution(d: dict, unit: str | None, out) -> None:
     print(f"total at {d['variable']}={d['value']}: {d['total_bytes']:,} B = {_sizes(d['total_bytes'], unit)}; "
           f"at {d['value'] + 1}: {d['next_total_bytes']:,} B = {_sizes(d['next_total_bytes'], unit)} (over)", file=out)
     print(f"one more {d['variable']} adds {d['step_bytes']:,} B there ({d['method']} over the compiled formulas; "
-          f"`vramsym derive --solve` shows the closed form)", file=out)
+          f"`vramsym derive --solve` shows the derivation)", file=out)
     print(file=out)
     print_estimate(d["estimate"], unit, out, d["capacity_bytes"])
