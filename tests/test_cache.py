@@ -152,3 +152,28 @@ def test_key_follows_the_version_and_python(monkeypatch):
     monkeypatch.setattr(cache, "__version__", vramsym.__version__)
     monkeypatch.setattr(cache.sys, "version", "3.99.0 (another interpreter)")
     assert cache.code_key() != k
+
+
+def test_each_library_answers_with_its_own_formulas():
+    """Compiled regimes are remembered per library, never by an object id a later library can reuse."""
+    import gc
+    from helpers import lib_text
+    for c in range(1, 40):
+        lib = lib_text(f'term t = {c} * [byte] : byte "c bytes" source "test"\nregime r "r" {{ add t }}\n')
+        assert vramsym.compile(None, "r", library=lib).evaluate().total_bytes == c
+        del lib
+        gc.collect()
+
+
+def test_an_edited_formula_file_is_read_again(tmp_path, monkeypatch):
+    """In one process (a notebook, say): edit a --formulas file and the next compile sees it."""
+    monkeypatch.setenv("VRAMSYM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("VRAMSYM_NO_CACHE", raising=False)
+    p = tmp_path / "extra.vram"
+    m = vramsym.load_model("gpt2")
+    totals = []
+    for c in (1000, 2000):
+        p.write_text(f'term t = {c} * [byte] : byte "c bytes" source "test"\n'
+                     f'regime r extends inference "r" {{ add t }}\n')
+        totals.append(vramsym.compile(m, "r", formulas=[str(p)]).evaluate(batch=1, seq=8).total_bytes)
+    assert totals[1] - totals[0] == 1000

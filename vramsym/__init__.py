@@ -63,13 +63,14 @@ def compose(regime: str = "inference", options=None, model=None, library=None):
     return _compose(lib, regime, dict(options or {}), model.config if model is not None else None)
 
 
-def compile(model=None, regime: str = "inference", options=None, library=None, formulas=()):
+def compile(model=None, regime: str = "inference", options=None, library=None, formulas=(), vocabulary=None):
     """``regime`` with ``options`` compiled for ``model`` (a name, a path or a loaded model):
-    ``.evaluate(batch=.., seq=..)`` and ``.solve(variable, capacity, **inputs)``."""
+    ``.evaluate(batch=.., seq=..)`` and ``.solve(variable, capacity, **inputs)``. ``vocabulary``:
+    one already read (:func:`vramsym.vocabulary`), to skip reading it again."""
     from .engine.runtime import compile as _compile
     if isinstance(model, str):
         model = load_model(model, formulas)
-    return _compile(model, regime, options, library, formulas)
+    return _compile(model, regime, options, library, formulas, vocabulary)
 
 
 def estimate(model, regime: str = "inference", options=None, inputs=None, library=None, formulas=()):

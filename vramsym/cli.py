@@ -181,7 +181,7 @@ def cmd_estimate(args, voc):
     model = vramsym.load_model(args.model, args.formulas)
     inputs, opts = _inputs(args, voc.iface), _options(args)
     capacity = vramsym.resolve_capacity(args.gpu)[0] if args.gpu else None
-    r = vramsym.compile(model, args.regime, opts, formulas=args.formulas)
+    r = vramsym.compile(model, args.regime, opts, formulas=args.formulas, vocabulary=voc)
     _warn_unused(r, inputs, args)
     if capacity is not None and r.regime.symbol("capacity"):
         inputs.setdefault("capacity", capacity)
@@ -191,7 +191,7 @@ def cmd_estimate(args, voc):
             and args.regime == "inference":
         data["heuristics"] = []
         for name in heur:
-            h = vramsym.compile(model, name, {k: v for k, v in opts.items() if k != "overhead"}, formulas=args.formulas)
+            h = vramsym.compile(model, name, {k: v for k, v in opts.items() if k != "overhead"}, formulas=args.formulas, vocabulary=voc)
             ins = {k: v for k, v in inputs.items() if h.regime.symbol(k)}
             if h.regime.symbol("capacity"):
                 if capacity is None:
@@ -211,7 +211,7 @@ def cmd_solve(args, voc):
     capacity, cap_desc = vramsym.resolve_capacity(args.gpu)
     model = vramsym.load_model(args.model, args.formulas)
     inputs = _inputs(args, voc.iface)
-    r = vramsym.compile(model, args.regime, _options(args), formulas=args.formulas)
+    r = vramsym.compile(model, args.regime, _options(args), formulas=args.formulas, vocabulary=voc)
     _warn_unused(r, inputs, args)
     sol = r.solve(args.target, capacity, inputs)
     data = solution_data(sol, cap_desc)
@@ -229,7 +229,7 @@ def cmd_fit(args, voc):
     unit = args.unit or "GiB"
     rows = []
     for regime, opts in voc.iface["fits"]:
-        r = vramsym.compile(model, regime, opts, formulas=args.formulas)
+        r = vramsym.compile(model, regime, opts, formulas=args.formulas, vocabulary=voc)
         est = r.evaluate(batch=args.batch, seq=args.seq)
         fits = est.total_bytes <= capacity
         max_batch = None

@@ -19,16 +19,17 @@ _MEMO: dict = {}
 class Vocabulary:
     """The library's interface (options, presets, regimes, symbols) and how to get compiled regimes."""
 
-    def __init__(self, extra=(), library=None):
+    def __init__(self, extra=(), library=None, key=None):
         self.extra = tuple(str(e) for e in extra)
         self.library = library
         self.key = None
+        self._compiled = {}        # this vocabulary's compiled regimes, by regime and options
         if library is not None:
             from .options import interface_of
             self.iface = interface_of(library)
         else:
             from . import cache
-            self.key = cache.code_key(self.extra)
+            self.key = key or cache.code_key(self.extra)
             self.iface = cache.get(self.key, "interface")
             if self.iface is None:
                 from .options import interface_of
@@ -56,8 +57,8 @@ class Vocabulary:
         from .compiled import CompiledRegime
         resolved = self.resolve(regime, options, config)
         opts = sorted(resolved.items())
-        memo_key = (self.key if self.library is None or self.key else id(self.library), regime, tuple(opts))
-        hit = _MEMO.get(memo_key)
+        memo_key = (regime, tuple(opts))
+        hit = self._compiled.get(memo_key)
         if hit is not None:
             return hit
         data = None
@@ -79,20 +80,25 @@ class Vocabulary:
             compiled = CompiledRegime(data)
             if self.key is not None:
                 cache.put(self.key, name, compiled.cache_payload())
-        _MEMO[memo_key] = compiled
+        self._compiled[memo_key] = compiled
         return compiled
 
 
 def vocabulary(extra=(), library=None) -> Vocabulary:
+    """The vocabulary of ``library``, or of the bundled formula files plus ``extra`` as they are
+    now: keyed by their content, so an edited file is never answered from an earlier reading."""
     if library is not None:
         v = getattr(library, "_vocabulary", None)
         if v is None:
             v = Vocabulary(library=library)
             library._vocabulary = v
         return v
-    k = ("vocabulary", tuple(str(e) for e in extra))
+    from . import cache
+    extra = tuple(str(e) for e in extra)
+    key = cache.code_key(extra)
+    k = ("vocabulary", extra, key)
     if k not in _MEMO:
-        _MEMO[k] = Vocabulary(extra)
+        _MEMO[k] = Vocabulary(extra, key=key)
     return _MEMO[k]
 
 
@@ -244,7 +250,8 @@ def negative(est):
                      f"formulas describe")
 
 
-def compile(model=None, regime: str = "inference", options=None, library=None, formulas=()) -> Compiled:
-    voc = vocabulary(formulas, library)
+def compile(model=None, regime: str = "inference", options=None, library=None, formulas=(),
+            vocabulary_=None) -> Compiled:
+    voc = vocabulary_ or vocabulary(formulas, library)
     cfg = model.config if model is not None else None
     return Compiled(voc.compiled_regime(regime, options, cfg), model, voc.known_inputs())
