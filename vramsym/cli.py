@@ -14,7 +14,7 @@ from enum import IntEnum
 
 import vramsym
 from vramsym.errors import DoesNotFit, InputError, SolveError, VramError
-from vramsym.flags import Flag, UsageError, parse, prescan, print_usage_error
+from vramsym.flags import Flag, UsageError, parse, prescan, print_usage_error, show
 
 
 class ExitStatus(IntEnum):
@@ -63,10 +63,6 @@ COMMANDS = [
     ("check", "validate formula files (with the bundled ones)", ("files", "json"),
      ["vramsym check my.vram"]),
 ]
-
-
-def show(choice: str) -> str:
-    return choice.replace("_", "-")
 
 
 # the flag groups a command may take; "model?" is the optional form of "model"

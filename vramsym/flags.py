@@ -41,11 +41,12 @@ class Flag:
         if self.metavar:
             return self.metavar
         if self.choices:
-            return "{" + ",".join(c.replace("_", "-") for c in self.choices) + "}"
+            return "{" + ",".join(show(c) for c in self.choices) + "}"
         return self.dest.upper()
 
 
 def show(choice: str) -> str:
+    """A choice or name as the command line spells it (``mixed_bf16`` -> ``mixed-bf16``)."""
     return choice.replace("_", "-")
 
 

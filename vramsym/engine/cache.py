@@ -143,10 +143,22 @@ def entry_name(*parts) -> str:
     return blake2b(json.dumps(parts, sort_keys=True).encode(), digest_size=16).hexdigest()
 
 
+_TRUSTED: dict = {}
+
+
+def _trusted():
+    """(folder, secret) once per process and folder: the ownership checks and the secret's read
+    are not repeated for every entry."""
+    k = (os.environ.get("VRAMSYM_NO_CACHE"), cache_dir())
+    if k not in _TRUSTED:
+        d = _folder()
+        _TRUSTED[k] = (d, d and _secret(d))
+    return _TRUSTED[k]
+
+
 def get(key: str, name: str):
     """The verified payload of entry ``name`` under ``key``, or None (missing, corrupt, tampered)."""
-    d = _folder()
-    secret = d and _secret(d)
+    d, secret = _trusted()
     if not secret:
         return None
     p = os.path.join(d, key, name + ".json")
@@ -165,8 +177,7 @@ def get(key: str, name: str):
 
 def put(key: str, name: str, payload) -> None:
     """Store ``payload`` (JSON data) as entry ``name`` under ``key``; failures only cost speed."""
-    d = _folder()
-    secret = d and _secret(d)
+    d, secret = _trusted()
     if not secret:
         return
     folder = os.path.join(d, key)

@@ -121,24 +121,17 @@ class Compiled:
             self._base = None    # reported by evaluate, where the missing value is named
 
     def _input_symbols(self):
-        syms = self.regime.symbols
-        free = {n for n, m in syms.items() if m["alias"]}
-        grew = True
-        while grew:   # and every symbol whose default reads one
-            grew = False
-            for n, m in syms.items():
-                if n not in free and m["default"] and free.intersection(m["default"]):
-                    free.add(n)
-                    grew = True
-        return frozenset(free)
+        """The command-line inputs and every symbol whose default reads one."""
+        aliased = {n for n, m in self.regime.symbols.items() if m["alias"]}
+        return frozenset(aliased | self._readers(aliased))
 
-    def _readers(self, name):
-        """The symbols whose defaults read ``name``, directly or through other defaults."""
+    def _readers(self, names):
+        """The symbols whose defaults read one of ``names``, directly or through other defaults."""
         out, grew = set(), True
         while grew:
             grew = False
             for n, m in self.regime.symbols.items():
-                if n not in out and m["default"] and ({name} | out).intersection(m["default"]):
+                if n not in out and m["default"] and (set(names) | out).intersection(m["default"]):
                     out.add(n)
                     grew = True
         return out
@@ -199,7 +192,7 @@ class Compiled:
             inputs["capacity"] = capacity   # regimes that scale with the GPU (vLLM's reserve, heuristics)
         values, prov, _ = self._bind(inputs, exclude=(name,))
         lo = 1 if m["domain"] == "posint" else 0
-        if any(n not in values for n in self._readers(name)):
+        if any(n not in values for n in self._readers({name})):
             user = user_values(c, inputs, self.known)[0]
             cfg = self.model.config if self.model is not None else None
 

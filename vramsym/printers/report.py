@@ -6,10 +6,7 @@ prints them, the tables below render them.
 from __future__ import annotations
 
 from ..catalog.capacity import fmt_both, fmt_bytes
-
-
-def show(choice: str) -> str:
-    return choice.replace("_", "-")
+from ..flags import show    # the command line's spelling of a choice
 
 
 def estimate_data(est) -> dict:
