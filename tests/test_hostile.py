@@ -240,3 +240,8 @@ def test_hostile_descriptions_in_c_javascript_and_latex(tmp_path):
     assert "\\input{/etc/passwd}" not in tex and "\\textbackslash{}input" in tex
     md = vramsym.derive(est, "markdown", library=lib)
     assert "\\<tag>" in md and "<tag>" not in md.replace("\\<tag>", "")    # Markdown shows it, never renders it
+
+
+def test_negative_capacity(capsys):
+    code, _, err = run(capsys, *EST, "--batch", "1", "--gpu", "-5GB")
+    assert code == ExitStatus.BAD_INPUT and "must be positive" in err

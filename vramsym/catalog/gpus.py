@@ -48,6 +48,8 @@ def find_gpu(name: str) -> GPU:
 def resolve_capacity(text: str) -> tuple[int, str]:
     """'24GB' / '24GiB' / '80000MiB' / 'rtx-4090' -> (bytes, description)."""
     t = str(text).strip()
+    if t.startswith("-") and t[1:2].isdigit():
+        raise InputError(f"a memory size must be positive, got '{t}'")
     if t and t[0].isdigit():
         try:
             n = parse_size(t)
