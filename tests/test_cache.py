@@ -177,3 +177,32 @@ def test_an_edited_formula_file_is_read_again(tmp_path, monkeypatch):
                      f'regime r extends inference "r" {{ add t }}\n')
         totals.append(vramsym.compile(m, "r", formulas=[str(p)]).evaluate(batch=1, seq=8).total_bytes)
     assert totals[1] - totals[0] == 1000
+
+
+SHIPPED_RUN = ("import sys, vramsym.engine.cache as c; c.SHIPPED = sys.argv[1]; sys.argv = ['vramsym'] + sys.argv[2:]\n"
+               "from vramsym.cli import main\n"
+               "try:\n    main()\n"
+               "finally:\n    print('sympy imported' if 'sympy' in sys.modules else 'no sympy', file=sys.stderr)\n")
+
+
+def test_shipped_regimes_answer_a_first_run_without_sympy_and_only_while_their_key_matches(tmp_path, env):
+    from vramsym.engine import precompile
+    folder = tmp_path / "shipped"
+    assert precompile.write(str(folder), models=["llama-3.1-8b"]) > 10
+    ref = subprocess.run([sys.executable, "-m", "vramsym.cli", *ARGV], capture_output=True, text=True,
+                         env=dict(env, VRAMSYM_NO_CACHE="1"))
+    want = json.loads(ref.stdout)["total_bytes"]
+
+    def run(cache_dir):
+        r = subprocess.run([sys.executable, "-c", SHIPPED_RUN, str(folder), *ARGV], capture_output=True, text=True,
+                           env=dict(env, VRAMSYM_CACHE_DIR=str(cache_dir)))
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)["total_bytes"], r.stderr.strip().splitlines()[-1]
+
+    assert run(tmp_path / "first") == (want, "no sympy")       # empty user cache: the shipped entries
+    assert run(tmp_path / "first") == (want, "no sympy")       # then the user's cache (bytecode)
+    (folder / "KEY").write_text("0" * 40 + "\n")                # built from other files: never read
+    assert run(tmp_path / "second") == (want, "sympy imported")
+    r = subprocess.run([sys.executable, "-c", SHIPPED_RUN, str(folder), *ARGV], capture_output=True, text=True,
+                       env=dict(env, VRAMSYM_CACHE_DIR=str(tmp_path / "third"), VRAMSYM_NO_CACHE="1"))
+    assert r.stderr.strip().splitlines()[-1] == "sympy imported"   # NO_CACHE: compiled afresh

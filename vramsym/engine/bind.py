@@ -65,7 +65,10 @@ def bind(compiled, config, inputs, exclude=(), base=None, source="") -> tuple:
             raise _Excluded(name)
         m = symbols[name]
         if name in inputs:
-            v, origin = exact(inputs[name], f"input {_shown(name, m)}"), "input"
+            v = inputs[name]
+            if type(v) is not int or not 0 < v < 10**40:
+                v = exact(v, f"input {_shown(name, m)}")
+            origin = "input"
         else:
             key = next((k for k in m["keys"] if cfg.get(k) is not None), None)
             if key is not None:
@@ -96,14 +99,16 @@ def bind(compiled, config, inputs, exclude=(), base=None, source="") -> tuple:
         prov[name] = origin
         return v
 
-    for n in list(compiled.args) + [n for n in inputs if n not in values]:
-        if n not in values and n not in exclude:
-            try:
-                value_of(n, ())
-            except _Excluded:
-                pass        # its default reads an excluded symbol: bound with it
-    if compiled.bounds or any("divides" in m for m in symbols.values()):
-        check_bounds(compiled, values, prov)
+    for group in (compiled.args, inputs):
+        for n in group:
+            if n not in values and n not in exclude:
+                try:
+                    value_of(n, ())
+                except _Excluded:
+                    pass        # its default reads an excluded symbol: bound with it
+    if compiled.checks:
+        check_bounds(compiled, values, prov,
+                     None if base is None else (values.keys() - base[0].keys()) | inputs.keys())
     return values, prov
 
 
@@ -118,25 +123,27 @@ def bound_of(compiled, name, values, kind="max"):
     return Fraction(f(*[values[d] for d in deps]))
 
 
-def check_bounds(compiled, values, prov) -> None:
-    """Every bound the formula files declare between symbols (``max``, ``min``, ``divides``)."""
-    for n, m in compiled.symbols.items():
-        if n not in values:
+def check_bounds(compiled, values, prov, changed=None) -> None:
+    """Every bound the formula files declare between symbols (``max``, ``min``, ``divides``);
+    with ``changed``, only those that read a symbol in it (the others held already)."""
+    for n, kind, reads in compiled.checks:
+        if n not in values or (changed is not None and reads.isdisjoint(changed)):
             continue
-        v = values[n]
-        for kind, word, bad in (("max", "at most", lambda b: v > b), ("min", "at least", lambda b: v < b)):
-            b = bound_of(compiled, n, values, kind)
-            if b is not None and bad(b):
-                shown_b = b.numerator if b.denominator == 1 else b
-                origin = "the input" if prov.get(n) == "input" else prov.get(n, "")
-                raise InputError(f"{_shown(n, m)} ({m['description']}) must be {word} {m[kind]['text']} = {shown_b}, "
-                                 f"got {v} from {origin}")
-        t = m.get("divides")
-        if t is not None and t in values and v:
-            if Fraction(values[t]) % Fraction(v) != 0:
+        m, v = compiled.symbols[n], values[n]
+        if kind == "divides":
+            t = m["divides"]
+            if t in values and v and Fraction(values[t]) % Fraction(v) != 0:
                 tm = compiled.symbols[t]
                 raise InputError(f"{_shown(n, m)} ({m['description']}) = {v} must divide {_shown(t, tm)} "
                                  f"({tm['description']}) = {values[t]}")
+            continue
+        b = bound_of(compiled, n, values, kind)
+        if b is not None and (v > b if kind == "max" else v < b):
+            shown_b = b.numerator if b.denominator == 1 else b
+            origin = "the input" if prov.get(n) == "input" else prov.get(n, "")
+            word = "at most" if kind == "max" else "at least"
+            raise InputError(f"{_shown(n, m)} ({m['description']}) must be {word} {m[kind]['text']} = {shown_b}, "
+                             f"got {v} from {origin}")
 
 
 class _Excluded(Exception):

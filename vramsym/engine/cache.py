@@ -11,7 +11,10 @@ random 32-byte secret kept in that folder (0600); an entry that fails the check,
 does not parse, is rebuilt.
 At most KEEP keys are kept: the oldest go when a new key is first written.
 
-``VRAMSYM_NO_CACHE=1`` turns it off; ``VRAMSYM_CACHE_DIR`` moves it (``~`` expanded).
+The compiled regimes shipped inside the package (:func:`shipped`) are a second, read-only
+source, used when the user's cache has no entry.
+
+``VRAMSYM_NO_CACHE=1`` turns both off; ``VRAMSYM_CACHE_DIR`` moves it (``~`` expanded).
 """
 from __future__ import annotations
 
@@ -104,39 +107,105 @@ def _secret(d: str):
     return key if len(key) == 32 else None
 
 
-def _files(root: str, suffixes):
+def _files(root: str, suffixes, rel: str = ""):
+    """The files under ``root`` whose names end with ``suffixes``, sorted, as (path relative to
+    ``root`` with '/', path); ``__pycache__`` and links to folders are skipped."""
     out = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(n for n in dirnames if n != "__pycache__")
-        for f in sorted(filenames):
-            if f.endswith(suffixes):
-                out.append(os.path.join(dirpath, f))
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError:
+        return out
+    for e in entries:
+        if e.is_dir(follow_symlinks=False):
+            if e.name != "__pycache__":
+                out += _files(e.path, suffixes, rel + e.name + "/")
+        elif e.name.endswith(suffixes):
+            out.append((rel + e.name, e.path))
     return out
 
 
-def code_key(extra=()) -> str:
-    """Hash of everything that can change a cached entry: the package's code and grammar, the
-    formula files (bundled and ``extra``: ``*.vram`` and ``units.txt``), and both versions.
-    (Model, GPU and number-format catalogs are read at run time and never cached.)"""
+def _labelled():
+    """(label, path) of every file that can change a cached entry: the package's code and grammar
+    (labelled by their path inside the package) and the bundled formula files (by their path
+    inside the formula folder, wherever it lies)."""
     from ..catalog.paths import formulas_path
     here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))   # the package folder
+    fdir = os.path.realpath(formulas_path())
+    inside = fdir.startswith(here + os.sep)
+    skip = fdir[len(here) + 1:].replace(os.sep, "/") + "/" if inside else None
+    out = [(b"pkg/" + r.encode("utf-8", "surrogateescape"), f)
+           for r, f in _files(here, (".py", ".lark", ".vram", "units.txt")) if not (skip and r.startswith(skip))]
+    out += [(b"formulas/" + r.encode("utf-8", "surrogateescape"), f) for r, f in _files(fdir, (".vram", "units.txt"))]
+    return out
+
+
+def _content(f: str) -> bytes:
+    try:
+        with open(f, "rb") as fh:
+            return blake2b(fh.read(), digest_size=32).digest()
+    except OSError:
+        return b"<unreadable>"
+
+
+def code_key(extra=()) -> str:
+    """The user cache's key: every file that can change a cached entry and both versions.
+
+    The package's code and grammar and the bundled formula files count by their path and status
+    (size, inode, modification and change times in nanoseconds): any write to a file sets its
+    change time to the present, which a user cannot set back, so an edit, a reinstall or an
+    upgrade misses the cache without reading every file on every run. The ``--formulas``
+    files (``extra``: ``*.vram`` and ``units.txt``), which users edit between runs, count by
+    their content. (Model, GPU and number-format catalogs are read at run time and never
+    cached.)"""
     h = blake2b(f"vramsym {__version__} | python {sys.version} | {sys.implementation.cache_tag}".encode(),
                 digest_size=20)
-    files = _files(here, (".py", ".lark", ".vram", "units.txt"))
-    fdir = os.path.realpath(formulas_path())
-    if not fdir.startswith(here + os.sep):
-        files += _files(fdir, (".vram", "units.txt"))
+    for label, f in _labelled():
+        try:
+            st = os.stat(f)
+            sig = f"{st.st_size}:{st.st_ino}:{st.st_dev}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+        except OSError:
+            sig = "<missing>"
+        h.update(label + b"\0" + f.encode("utf-8", "surrogateescape") + b"\0" + sig.encode() + b"\n")
     for e in extra:
         e = str(e)
-        files += _files(e, (".vram", "units.txt")) if os.path.isdir(e) else [e]
-    for f in files:
-        h.update(f.encode("utf-8", "surrogateescape") + b"\0")
-        try:
-            with open(f, "rb") as fh:
-                h.update(blake2b(fh.read(), digest_size=32).digest())
-        except OSError:
-            h.update(b"<unreadable>")
+        for f in ([f for _, f in _files(e, (".vram", "units.txt"))] if os.path.isdir(e) else [e]):
+            h.update(f.encode("utf-8", "surrogateescape") + b"\0" + _content(f))
     return h.hexdigest()
+
+
+def shipped_key() -> str:
+    """The key of the compiled regimes shipped inside the package (see :func:`shipped`): the
+    content of the package's code and grammar and of the bundled formula files (by their paths
+    inside the package and the formula folder, so the same wherever it is installed) and
+    vramsym's version; no Python version, since the shipped entries hold source, not bytecode."""
+    h = blake2b(f"vramsym {__version__} | shipped".encode(), digest_size=20)
+    for label, f in _labelled():
+        h.update(label + b"\0" + _content(f))
+    return h.hexdigest()
+
+
+SHIPPED = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "_precompiled")
+
+
+def shipped(key, name: str, folder: str = None):
+    """Entry ``name`` from the compiled regimes that the installed package ships (written when
+    the wheel is built, by :mod:`vramsym.engine.precompile`), or None. They are package files,
+    trusted like its code, and used only while their key (the content of the package and of the
+    bundled formulas, :func:`shipped_key`; ``key`` is a callable that computes it, once) matches
+    the files that are installed now: a stale copy is never read. ``VRAMSYM_NO_CACHE=1`` turns
+    them off too (every regime is compiled afresh)."""
+    if not key or os.environ.get("VRAMSYM_NO_CACHE"):
+        return None
+    folder = folder or SHIPPED
+    try:
+        with open(os.path.join(folder, "KEY"), encoding="ascii") as fh:
+            stored = fh.read().strip()
+        if stored != key():
+            return None
+        with open(os.path.join(folder, name + ".json"), "rb") as fh:
+            return json.loads(fh.read())
+    except (OSError, ValueError):
+        return None
 
 
 def entry_name(*parts) -> str:

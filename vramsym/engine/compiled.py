@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-FORMAT = 2
+FORMAT = 3
 
 
 def compile_regime(lib, composed) -> dict:
@@ -64,7 +64,7 @@ class CompiledRegime:
 
     __slots__ = ("data", "regime", "description", "options", "used_options", "symbols", "args",
                  "components", "overridden", "_total", "_parts", "_params", "defaults", "code_object", "_alias",
-                 "bounds")
+                 "bounds", "checks")
 
     def __init__(self, data: dict):
         if data.get("format") != FORMAT:
@@ -75,8 +75,7 @@ class CompiledRegime:
         # the cache also keeps its bytecode (same interpreter: the cache key names it)
         if data.get("bytecode"):
             import marshal
-            from binascii import a2b_base64
-            code = marshal.loads(a2b_base64(data["bytecode"]))
+            code = marshal.loads(bytes.fromhex(data["bytecode"]))
         else:
             code = compile(data["code"], f"<vramsym regime {data['regime']}>", "exec")
         self.code_object = code
@@ -96,13 +95,16 @@ class CompiledRegime:
         self.defaults = {n: ns["_default_" + n] for n, m in self.symbols.items() if m["default"] is not None}
         self.bounds = {(n, k): ns[f"_{k}_{n}"] for n, m in self.symbols.items() for k in ("max", "min") if k in m}
         self._alias = {m["alias"]: n for n, m in self.symbols.items() if m["alias"]}
+        # every declared bound as (symbol, kind, the symbols it reads): what binding checks
+        self.checks = tuple((n, k, frozenset([n, *m[k]["args"]])) for n, m in self.symbols.items()
+                            for k in ("max", "min") if k in m)
+        self.checks += tuple((n, "divides", frozenset((n, m["divides"]))) for n, m in self.symbols.items()
+                             if m.get("divides"))
 
     def cache_payload(self) -> dict:
         """The data to cache: the compiled regime with its bytecode in place of its source."""
         import marshal
-        from binascii import b2a_base64
-        return dict(self.data, code=None,
-                    bytecode=b2a_base64(marshal.dumps(self.code_object), newline=False).decode())
+        return dict(self.data, code=None, bytecode=marshal.dumps(self.code_object).hex())
 
     def _args(self, values):
         return [values[a] for a in self.args]

@@ -22,7 +22,8 @@ class Vocabulary:
     def __init__(self, extra=(), library=None, key=None):
         self.extra = tuple(str(e) for e in extra)
         self.library = library
-        self.key = None
+        self.key = self.shipped_key = None
+        self._shipped = None
         self._compiled = {}        # this vocabulary's compiled regimes, by regime and options
         if library is not None:
             from .options import interface_of
@@ -30,11 +31,23 @@ class Vocabulary:
         else:
             from . import cache
             self.key = key or cache.code_key(self.extra)
+            if not self.extra:       # the regimes shipped with the package answer the bundled formulas
+                self.shipped_key = self._shipped_key
             self.iface = cache.get(self.key, "interface")
+            if self.iface is None:
+                self.iface = cache.shipped(self.shipped_key, "interface")
+                if self.iface is not None:
+                    cache.put(self.key, "interface", self.iface)
             if self.iface is None:
                 from .options import interface_of
                 self.iface = interface_of(self.load_library())
                 cache.put(self.key, "interface", self.iface)
+
+    def _shipped_key(self):
+        if self._shipped is None:
+            from . import cache
+            self._shipped = cache.shipped_key()
+        return self._shipped
 
     def load_library(self):
         if self.library is None:
@@ -72,6 +85,14 @@ class Vocabulary:
                 compiled = CompiledRegime(data)
             except (ValueError, KeyError, TypeError, SyntaxError, EOFError):
                 compiled = None      # an entry of another format: rebuilt below
+        if compiled is None and self.shipped_key:
+            data = cache.shipped(self.shipped_key, name)     # compiled when the package was built
+            try:
+                compiled = data and CompiledRegime(data)
+            except (ValueError, KeyError, TypeError, SyntaxError):
+                compiled = None      # shipped by another format: compiled below
+            if compiled:
+                cache.put(self.key, name, compiled.cache_payload())
         if compiled is None:
             from .compiled import compile_regime
             from .regimes import compose

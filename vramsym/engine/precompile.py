@@ -1,0 +1,71 @@
+"""Compile the bundled regimes when the package is built, so that a first run needs no sympy.
+
+``write(folder)`` compiles the vocabulary and, for every model of the catalog, every regime
+with the options it resolves to by default and every ``fit`` row, and writes them as JSON
+(source code, not bytecode: any Python reads them) with the key they were compiled under
+(:func:`vramsym.engine.cache.shipped_key`). The wheel's build hook (``hatch_build.py``) runs it;
+at run time :func:`vramsym.engine.cache.shipped` reads an entry only while that key matches
+the installed files, and copies it into the user's cache with its bytecode.
+
+    python -m vramsym.engine.precompile [FOLDER]     (default: the package's _precompiled/)
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+
+def combinations(voc, models):
+    """The (regime, options) pairs to compile: defaults of every regime and every fit row, per model."""
+    seen = {}
+    for m in models:
+        asks = [(r, {}) for r in voc.iface["regimes"]] + [(r, dict(o)) for r, o in voc.iface["fits"]]
+        for regime, opts in asks:
+            resolved = voc.resolve(regime, opts, m.config)
+            seen.setdefault((regime, tuple(sorted(resolved.items()))), (regime, opts, m))
+    return list(seen.values())
+
+
+def write(folder: str, models=None) -> int:
+    """Write the shipped entries into ``folder`` (replacing what is there) for ``models`` (names;
+    default: the whole catalog); the number written."""
+    from . import cache
+    from .runtime import Vocabulary
+    from .compiled import compile_regime
+    from .options import interface_of
+    from .regimes import compose
+    from ..catalog.models import catalog, load_model
+    from ..lang.library import load_or_raise
+    from ..catalog.paths import formulas_dir
+
+    key = cache.shipped_key()
+    lib = load_or_raise([formulas_dir()])
+    voc = Vocabulary(library=lib)
+    os.makedirs(folder, exist_ok=True)
+    for f in os.listdir(folder):
+        if f.endswith(".json") or f == "KEY":
+            os.unlink(os.path.join(folder, f))
+    entries = {"interface": interface_of(lib)}
+    for regime, opts, model in combinations(voc, [load_model(n) for n in (models or sorted(catalog()))]):
+        resolved = voc.resolve(regime, opts, model.config)
+        name = cache.entry_name("regime", regime, sorted(resolved.items()))
+        entries[name] = compile_regime(lib, compose(lib, regime, resolved))
+    for name, data in entries.items():
+        with open(os.path.join(folder, name + ".json"), "w", encoding="utf-8") as fh:
+            json.dump(data, fh, separators=(",", ":"), sort_keys=True)
+    with open(os.path.join(folder, "KEY"), "w", encoding="ascii") as fh:   # last: a half-written folder is never used
+        fh.write(key + "\n")
+    return len(entries)
+
+
+def main(argv=None):
+    from .cache import SHIPPED
+    argv = sys.argv[1:] if argv is None else argv
+    folder = argv[0] if argv else SHIPPED
+    n = write(folder)
+    print(f"vramsym: {n} compiled entries written to {folder}")
+
+
+if __name__ == "__main__":
+    main()
