@@ -25,3 +25,17 @@ def estimate(lib, composed, model, inputs):
     """The compiled regime's estimate for a composition's regime and resolved options."""
     import vramsym
     return vramsym.estimate(model, composed.regime, dict(composed.options), inputs, library=lib)
+
+
+def run_cli(argv):
+    """(exit status, stdout, stderr) of ``vramsym ARGV`` run in this process."""
+    import contextlib
+    import io
+    from vramsym.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as e:
+            code = e.code
+    return code, out.getvalue(), err.getvalue()

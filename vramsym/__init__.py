@@ -20,7 +20,7 @@ from .errors import DoesNotFit, InputError, SolveError, VramError
 __version__ = "0.2.0"
 
 __all__ = [
-    "load_library", "load_model", "vocabulary", "compose", "compile", "estimate", "solve", "derive", "export",
+    "load_library", "load_model", "vocabulary", "compose", "compile", "estimate", "solve", "min_gpus", "derive", "export",
     "resolve_capacity", "find_gpu", "check", "explain_dtype", "catalog_models", "catalog_gpus", "compare_with_pytorch", "Diagnostic", "DoesNotFit", "FormulaError", "InputError", "SolveError",
     "VramError", "__version__",
 ]
@@ -83,6 +83,16 @@ def solve(variable: str, capacity, model, regime: str = "inference", options=Non
     """Largest integer ``variable`` (``batch``, ``seq``, ``max_batch``, ...) whose total fits ``capacity``
     (bytes as an int, a size such as '24GB', or a GPU name)."""
     return compile(model, regime, options, library, formulas).solve(variable, capacity, dict(inputs or {}))
+
+
+def min_gpus(compiled, capacity, inputs=None) -> dict:
+    """The fewest GPUs for a compiled regime (``vramsym.compile(...)``): ``{"best": (estimate,
+    layout), "layouts": [...], "searched": {...}, "problems": [...]}``; the degrees given in
+    ``inputs`` (tp, pp, cp, ep, zero) are kept, the others searched."""
+    from .engine.layouts import min_gpus as _min_gpus
+    if not isinstance(capacity, int) or isinstance(capacity, bool):
+        capacity = resolve_capacity(capacity)[0]
+    return _min_gpus(compiled, capacity, dict(inputs or {}))
 
 
 def derive(result, fmt: str = "markdown", standalone: bool = False, library=None) -> str:

@@ -35,9 +35,10 @@ COMMANDS = [
       "vramsym estimate --model llama-3.1-8b --regime train --precision mixed-bf16 --batch 1 --seq 2048",
       "vramsym estimate --model qwen2.5-7b --regime qlora --lora-rank 16 --checkpointing full --batch 4 --seq 2048",
       "vramsym estimate --model mistral-7b-v0.1 --regime train --precision mixed-bf16 --batch 1 --seq 1024 --json"]),
-    ("solve", "largest batch / sequence / rank that fits a capacity",
+    ("solve", "largest batch / sequence / rank that fits a capacity, or the fewest GPUs (min_gpus)",
      ("target", "model", "regime", "inputs", "options", "gpu", "output"),
      ["vramsym solve max_batch --model llama-3.1-8b --seq 4096 --gpu 24GB",
+      "vramsym solve min_gpus --model llama-3.1-70b --regime train --precision mixed-bf16 --gpu h100-sxm-80gb --batch 1 --seq 4096",
       "vramsym solve max_seq --model qwen2.5-7b --batch 4 --gpu rtx-4090 --kv-dtype fp8",
       "vramsym solve max_batch --model llama-3.1-8b --seq 8192 --regime vllm --gpu h100-sxm-80gb"]),
     ("fit", "which regimes, quantizations and optimizers fit one GPU, with headroom (rows: `fit` in formulas/fit.vram)",
@@ -101,7 +102,8 @@ def flag_group(group: str, iface) -> list:
         flags = [Flag("--regime", default="inference", choices=sorted(iface["regimes"]),
                       help="regime (default: inference)")]
     elif group == "inputs":
-        flags = [Flag(f"--{show(m['alias'])}", dest=f"in_{m['alias']}", metavar="N",
+        flags = [Flag(f"--{show(m['alias'])}", "switch" if m.get("domain") == "bool" else "value",
+                      dest=f"in_{m['alias']}", metavar="0|1" if m.get("domain") == "bool" else "N",
                       help=f"{m['description']} (symbol {name})")
                  for name, m in sorted(iface["symbols"].items(), key=lambda x: x[1]["alias"] or "") if m["alias"]]
         flags.append(Flag("--set", "append", metavar="SYMBOL=VALUE",
@@ -182,9 +184,9 @@ def cmd_estimate(args, voc):
     if capacity is not None and r.regime.symbol("capacity"):
         inputs.setdefault("capacity", capacity)
     data = estimate_data(r.evaluate(inputs))
-    heur = [n for n, reg in voc.iface["regimes"].items() if "heuristic" in reg["labels"]]
-    if "heuristic" not in voc.iface["regimes"][args.regime]["labels"] and opts.get("overhead") != "none" \
-            and args.regime == "inference":
+    heur = [n for n, reg in voc.iface["regimes"].items()       # rules of thumb labelled beside this regime
+            if "heuristic" in reg["labels"] and f"beside_{args.regime}" in reg["labels"]]
+    if heur and opts.get("overhead") != "none":
         data["heuristics"] = []
         for name in heur:
             h = vramsym.compile(model, name, {k: v for k, v in opts.items() if k != "overhead"}, formulas=args.formulas, vocabulary=voc)
@@ -209,12 +211,32 @@ def cmd_solve(args, voc):
     inputs = _inputs(args, voc.iface)
     r = vramsym.compile(model, args.regime, _options(args), formulas=args.formulas, vocabulary=voc)
     _warn_unused(r, inputs, args)
+    if args.target in ("min_gpus", "gpus"):
+        return _solve_min_gpus(args, r, capacity, cap_desc, inputs)
     sol = r.solve(args.target, capacity, inputs)
     data = solution_data(sol, cap_desc)
     if args.json:
         _print_json({k: v for k, v in data.items() if k != "capacity_description"})
     else:
         print_solution(data, args.unit, sys.stdout)
+    return ExitStatus.OK
+
+
+def _solve_min_gpus(args, r, capacity, cap_desc, inputs):
+    from vramsym.printers.report import estimate_data, print_min_gpus
+    res = vramsym.min_gpus(r, capacity, inputs)
+    est, lay = res["best"]
+    data = {"variable": "gpus", "value": lay["gpus"], "layout": lay, "total_bytes": est.total_bytes,
+            "host_bytes": est.host_bytes, "capacity_bytes": capacity, "headroom_bytes": capacity - est.total_bytes,
+            "searched": res["searched"],
+            "layouts": [{"layout": l, "total_bytes": e.total_bytes, "headroom_bytes": capacity - e.total_bytes}
+                        for e, l in res["layouts"][:8]],
+            "problems": [{"layout": l, "error": m} for l, m in res["problems"]],
+            "estimate": estimate_data(est)}
+    if args.json:
+        _print_json(data)
+    else:
+        print_min_gpus(data, cap_desc, args.unit, sys.stdout)
     return ExitStatus.OK
 
 

@@ -45,6 +45,9 @@ class Flag:
         return self.dest.upper()
 
 
+SWITCH_VALUES = ("0", "1")
+
+
 def show(choice: str) -> str:
     """A choice or name as the command line spells it (``mixed_bf16`` -> ``mixed-bf16``)."""
     return choice.replace("_", "-")
@@ -53,7 +56,7 @@ def show(choice: str) -> str:
 def _value(flag: Flag, raw: str, command: str) -> str:
     if flag.choices is None:
         return raw
-    v = raw.replace("-", "_")
+    v = raw.replace("-", "_").replace("+", "_")      # optimizer+params, optimizer-params
     if v not in flag.choices:
         hint = suggest(v, flag.choices)
         raise InputError(f"{flag.name} has no choice '{raw}'" +
@@ -97,6 +100,8 @@ def parse(argv, commands: dict, version: str):
                 if eq:
                     raise UsageError(f"{name} takes no value", command)
                 values[f.dest] = True
+            elif f.kind == "switch" and not eq and (i + 1 >= len(args) or args[i + 1].lower() not in SWITCH_VALUES):
+                values[f.dest] = "1"        # a true/false input given bare: --sp means --sp 1
             else:
                 if eq:
                     raw = inline
@@ -160,7 +165,7 @@ def help_text(commands: dict, command=None) -> str:
             lines += ["", (group or "flags") + ":"]
         head = f"  {f.name if not f.positional else f.shown_metavar()}"
         if not f.positional and f.kind != "bool":
-            head += f" {f.shown_metavar()}"
+            head += f" [{f.shown_metavar()}]" if f.kind == "switch" else f" {f.shown_metavar()}"
         text = f.help + (" (required)" if f.required and not f.positional else "")
         lines += textwrap.wrap(text, width=100, initial_indent=f"{head:<30} ",
                                subsequent_indent=" " * 31) if len(head) < 30 else [head] + textwrap.wrap(

@@ -94,6 +94,9 @@ def bind(compiled, config, inputs, exclude=(), base=None, source="") -> tuple:
         bad = None if (type(v) is int and v > 0 and m["domain"] != "bool") else domain_problem(m["domain"], Fraction(v))
         if bad:
             where = "the input" if origin == "input" else origin
+            if origin == "default":       # name the numbers the default was computed from
+                where += " (" + ", ".join(f"{_shown(d, symbols[d])}={values[d]}" for d in m["default"]
+                                          if d in values) + ")"
             raise InputError(f"{_shown(name, m)} ({m['description']}) must be {bad}, got {v} from {where}")
         values[name] = v
         prov[name] = origin

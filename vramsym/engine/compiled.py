@@ -45,7 +45,7 @@ def compile_regime(lib, composed) -> dict:
     for c in composed.components:
         t = lib.terms[c]
         comps.append({"name": c, "func": funcs[c], "description": t.description, "unit": lib.units.get(c, "byte"),
-                      "signed": bool(t.signed),
+                      "signed": bool(t.signed), "host": bool(t.host),
                       "sources": list(t.sources), "definition": str(composed.definitions[c]),
                       "formula": str(composed.expanded[c])})
     used = used_options(lib, composed)

@@ -61,3 +61,39 @@ def largest_fitting(total, capacity, lo: int = 1, hi=None, name: str = "x") -> i
     at(good + 1)
     monotone_so_far()
     return good
+
+
+def smallest_fitting(total, capacity, lo: int = 1, limit: int = 2**20, name: str = "x"):
+    """Smallest integer ``v >= lo`` with ``total(v) <= capacity`` for a total that does not grow
+    with ``v`` (more GPUs share more), or None when even ``limit`` does not fit. Every probed
+    value must be at most the one before it: a total that grows somewhere is reported."""
+    seen = {}
+
+    def at(v):
+        if v not in seen:
+            seen[v] = total(v)
+            pts = sorted(seen.items())
+            for (x1, f1), (x2, f2) in zip(pts, pts[1:]):
+                if f2 > f1:
+                    raise SolveError(f"the total grows as {name} grows (from {name}={x1} to {name}={x2}): "
+                                     f"it is not monotone, so no smallest {name} is well defined")
+        return seen[v]
+
+    if at(lo) <= capacity:
+        return lo
+    bad, step = lo, 1
+    while True:
+        probe = min(lo + step, limit)
+        if at(probe) <= capacity:
+            good = probe
+            break
+        if probe == limit:
+            return None
+        bad, step = probe, step * 2
+    while good - bad > 1:
+        mid = (good + bad) // 2
+        if at(mid) <= capacity:
+            good = mid
+        else:
+            bad = mid
+    return good

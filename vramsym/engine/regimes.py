@@ -35,10 +35,12 @@ class Composed:
     expanded: Dict[str, sympy.Expr]     # every reached name -> expr over declared symbols only
     symbols: Dict[str, sympy.Symbol]    # every declared symbol
     overridden: Tuple[str, ...]        # names given by a `let` in this regime chain
+    host: Tuple[str, ...] = ()         # components in host (CPU) memory: not part of the GPU total
 
     @property
     def total(self) -> sympy.Expr:
-        return sympy.Add(*[self.expanded[c] for c in self.components])
+        """The GPU total: every component but the host ones."""
+        return sympy.Add(*[self.expanded[c] for c in self.components if c not in self.host])
 
     def free_symbols(self) -> List[str]:
         names = set()
@@ -77,7 +79,7 @@ def compose(lib: Library, name: str, options: Mapping[str, str] = (),
         return None
 
     reached: Dict[str, A.Expr] = {}
-    todo = list(components)
+    todo = list(components) + (["P"] if "P" in lib.terms else [])   # the model's size, reported with every result
     while todo:
         n = todo.pop()
         if n in reached:
@@ -118,7 +120,8 @@ def compose(lib: Library, name: str, options: Mapping[str, str] = (),
     return Composed(regime=name, description=top.description, chain=tuple(r.name for r in chain),
                     options=tuple(sorted(opts.items())), components=tuple(components),
                     definitions=definitions, expanded=expanded, symbols=symbols,
-                    overridden=tuple(sorted(lets)))
+                    overridden=tuple(sorted(lets)),
+                    host=tuple(c for c in components if c in lib.terms and lib.terms[c].host))
 
 
 def used_options(lib: Library, composed: Composed) -> List[str]:

@@ -21,11 +21,12 @@ class Binding:
 
 
 class Component:
-    __slots__ = ("name", "description", "unit", "exact", "sources", "definition", "formula", "signed")
+    __slots__ = ("name", "description", "unit", "exact", "sources", "definition", "formula", "signed", "host")
 
     def __init__(self, meta, exact):
         self.name, self.description, self.unit = meta["name"], meta["description"], meta["unit"]
         self.signed = meta.get("signed", False)
+        self.host = meta.get("host", False)     # host (CPU) memory, outside the GPU total
         self.sources, self.definition, self.formula = tuple(meta["sources"]), meta["definition"], meta["formula"]
         self.exact = exact
 
@@ -64,6 +65,11 @@ class Estimate:
                 from .runtime import negative
                 negative(self)
         return self._components
+
+    @property
+    def host_bytes(self) -> int:
+        """Host (CPU) memory of the components that live there (offload), per GPU process."""
+        return sum(c.bytes for c in self.components if c.host)
 
     @property
     def params(self):

@@ -194,6 +194,7 @@ class TermDef:
     sources: Tuple[str, ...] = ()
     latex: Optional[str] = None
     signed: bool = False                # may be negative (an overlap subtracted from a sum)
+    host: bool = False                  # host (CPU) memory: a component outside the GPU total
 
 
 @dataclass(frozen=True)

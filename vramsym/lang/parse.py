@@ -20,7 +20,7 @@ GRAMMAR = Path(__file__).with_name("grammar.lark")
 
 # Friendly names for terminals in "expected ..." messages.
 _TERMINAL_NAMES = {
-    "NAME": "a name", "NUMBER": "a number", "STRING": "a quoted string", "INT": "an integer",
+    "NAME": "a name", "DIGIT_NAME": "a choice", "NUMBER": "a number", "STRING": "a quoted string", "INT": "an integer",
     "SIGNED_INT": "an integer", "LPAR": "'('", "RPAR": "')'", "LBRACE": "'{'", "RBRACE": "'}'",
     "LSQB": "'['", "RSQB": "']'", "COLON": "':'", "EQUAL": "'='", "COMMA": "','",
     "PLUS": "'+'", "MINUS": "'-'", "STAR": "'*'", "SLASH": "'/'", "CIRCUMFLEX": "'^'",
@@ -102,6 +102,9 @@ class _Builder(Transformer):
     def attr_signed(self, items):
         return ("signed", True)
 
+    def attr_host(self, items):
+        return ("host", True)
+
     def attr_alias(self, items):
         return ("alias", str(items[0]))
 
@@ -112,7 +115,7 @@ class _Builder(Transformer):
     def option_decl(self, meta, items):
         name = str(items[0])
         attrs = [i for i in items if isinstance(i, tuple)]
-        names = [str(i) for i in items[1:] if isinstance(i, Token) and i.type == "NAME"]
+        names = [str(i) for i in items[1:] if isinstance(i, Token) and i.type in ("NAME", "DIGIT_NAME")]
         desc = next(i for i in items if isinstance(i, Token) and i.type == "STRING")
         choices, default = tuple(names[:-1]), names[-1]
         keys = tuple(k for key, v in attrs if key == "config_keys" for k in v)
@@ -125,7 +128,8 @@ class _Builder(Transformer):
         sources = tuple(v for k, v in attrs if k == "sources")
         latex = next((v for k, v in attrs if k == "latex"), None)
         signed = any(k == "signed" for k, _ in attrs)
-        return A.TermDef(str(name), expr, unit, self._str(desc), self._span(meta), sources, latex, signed)
+        host = any(k == "host" for k, _ in attrs)
+        return A.TermDef(str(name), expr, unit, self._str(desc), self._span(meta), sources, latex, signed, host)
 
     @v_args(meta=True)
     def regime_def(self, meta, items):

@@ -12,13 +12,19 @@ from ..flags import show    # the command line's spelling of a choice
 def estimate_data(est) -> dict:
     total = est.exact_total
     rows = [{"name": c.name, "description": c.description, "bytes": c.bytes,
-             "share": float(c.exact / total) if total else 0.0, "definition": c.definition,
-             "formula": c.formula, "sources": list(c.sources)} for c in est.components]
+             "share": 0.0 if c.host or not total else float(c.exact / total), "definition": c.definition,
+             "formula": c.formula, "sources": list(c.sources), "host": c.host} for c in est.components]
     used = set(est.used_options)
     return {"model": est.model, "regime": est.regime, "description": est.description, "params": est.params,
             "options": {k: show(v) for k, v in est.options if k in used},
             "inputs": {k: str(v) for k, v in sorted(est.inputs.items())},
-            "total_bytes": est.total_bytes, "components": rows, "notes": list(est.notes)}
+            "total_bytes": est.total_bytes, "host_bytes": est.host_bytes, "layout": _layout(est),
+            "components": rows, "notes": list(est.notes)}
+
+
+def _layout(est):
+    from ..engine.layouts import layout_of
+    return layout_of(est)
 
 
 def with_capacity(data: dict, capacity: int | None) -> dict:
@@ -54,13 +60,21 @@ def print_estimate(data: dict, unit: str | None, out, capacity: int | None = Non
     cols = ["GiB", "GB"] if unit is None else [unit]
     print(f"  {'component':<{w}}  {'formula':<{fw}}  {'bytes':>18}  " + "  ".join(f"{c:>10}" for c in cols)
           + "   share  description", file=out)
-    for r in rows:
+    for r in [r for r in rows if not r.get("host")]:
         d = r.get("definition", "")
         d = d if len(d) <= fw else d[: fw - 3] + "..."
         sizes = "  ".join(f"{fmt_bytes(r['bytes'], c).split()[0]:>10}" for c in cols)
         print(f"  {r['name']:<{w}}  {d:<{fw}}  {r['bytes']:>18,}  {sizes}  {r['share'] * 100:5.1f}%  {r['description']}", file=out)
     sizes = "  ".join(f"{fmt_bytes(data['total_bytes'], c).split()[0]:>10}" for c in cols)
     print(f"  {'total':<{w}}  {'':<{fw}}  {data['total_bytes']:>18,}  {sizes}  100.0%", file=out)
+    host = [r for r in rows if r.get("host")]
+    if host and data["host_bytes"]:
+        print("host (CPU) memory of each GPU's process, not in the GPU total:", file=out)
+        for r in host + [{"name": "host total", "bytes": data["host_bytes"], "definition": "", "description": ""}]:
+            d = r.get("definition", "")
+            d = d if len(d) <= fw else d[: fw - 3] + "..."
+            sizes = "  ".join(f"{fmt_bytes(r['bytes'], c).split()[0]:>10}" for c in cols)
+            print(f"  {r['name']:<{w}}  {d:<{fw}}  {r['bytes']:>18,}  {sizes}          {r['description']}", file=out)
     if capacity is not None:
         head = capacity - data["total_bytes"]
         verdict = "fits" if head >= 0 else "does NOT fit"
@@ -69,6 +83,38 @@ def print_estimate(data: dict, unit: str | None, out, capacity: int | None = Non
     for hrow in data.get("heuristics", []):
         print(f"rule of thumb, not derived: {hrow['description']}: {hrow['total_bytes']:,} B = "
               f"{_sizes(hrow['total_bytes'], unit)}", file=out)
+
+
+def _layout_text(lay: dict) -> str:
+    parts = f"dp {lay['dp']} x tp {lay['tp']} x pp {lay['pp']}" + (f" x cp {lay['cp']}" if lay.get("cp", 1) > 1 else "")
+    parts += f", ep {lay['ep']}" if lay.get("ep", 1) > 1 else ""
+    parts += f", ZeRO-{lay['zero']}"
+    if lay.get("zero_impl"):
+        parts += f" ({show(lay['zero_impl'])})"
+    if lay.get("offload") not in (None, "none"):
+        parts += f", offload {show(lay['offload'])}"
+    if lay.get("layers_per_stage") is not None and lay["pp"] > 1:
+        parts += f", {lay['layers_per_stage']} layers per stage"
+    return parts
+
+
+def print_min_gpus(d: dict, cap_desc: str, unit: str | None, out) -> None:
+    lay = d["layout"]
+    print(f"fewest GPUs that fit: {d['value']} ({_layout_text(lay)})", file=out)
+    print(f"capacity per GPU: {cap_desc} = {d['capacity_bytes']:,} B = {_sizes(d['capacity_bytes'], unit)}", file=out)
+    print(f"per GPU (most loaded): {d['total_bytes']:,} B = {_sizes(d['total_bytes'], unit)}; headroom "
+          f"{d['headroom_bytes']:,} B" + (f"; host {d['host_bytes']:,} B per GPU process" if d["host_bytes"] else ""),
+          file=out)
+    if len(d["layouts"]) > 1:
+        print("other layouts that fit, by GPU count then per-GPU total:", file=out)
+        for row in d["layouts"][1:6]:
+            print(f"  {row['layout']['gpus']:>6} GPUs  {_layout_text(row['layout']):<60} "
+                  f"{row['total_bytes']:>18,} B", file=out)
+    for p in d["problems"][:3]:
+        print(f"layout left out: tp {p['layout']['tp']}, pp {p['layout']['pp']}, zero {p['layout']['zero']}: {p['error']}",
+              file=out)
+    if len(d["problems"]) > 3:
+        print(f"({len(d['problems']) - 3} more layouts left out; --json lists them)", file=out)
 
 
 def print_solution(d: dict, unit: str | None, out) -> None:

@@ -1,0 +1,204 @@
+"""Many GPUs: ZeRO / FSDP sharding, tensor and pipeline parallelism, offload, `solve min_gpus`.
+
+Golden values: the ZeRO paper (Rajbhandari et al. 2020, figure 1 and section 5: 16 Psi,
+4 Psi + 12 Psi/N_d, 2 Psi + 14 Psi/N_d, 16 Psi/N_d; 120 / 31.4 / 16.6 / 1.9 GB for
+Psi = 7.5B on N_d = 64), DeepSpeed's estimator functions (deepspeed/runtime/zero/
+stage_1_and_2.py, stage3.py) and seed article 2, section 5.2 (LLaMA-65B on 8 A100s:
+4-way layer split x 2-way data parallel).
+"""
+import json
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import vramsym
+from helpers import run_cli
+
+# A llama-shaped config of exactly 7.5e9 parameters (tied embedding, h = 4000, 32 heads):
+# 30 x (4 h^2 + 3 h I + 2 h) + V h + h = 30 x 232,680,000 + 519,596,000 + 4,000 = 7,500,000,000
+PSI_7_5B = {"model_type": "llama", "hidden_size": 4000, "num_hidden_layers": 30, "num_attention_heads": 32,
+            "num_key_value_heads": 32, "intermediate_size": 14056, "vocab_size": 129899,
+            "tie_word_embeddings": True, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5}
+PSI = 7_500_000_000
+
+
+@pytest.fixture(scope="module")
+def psi_model(tmp_path_factory):
+    p = tmp_path_factory.mktemp("psi") / "config.json"
+    p.write_text(json.dumps(PSI_7_5B))
+    return vramsym.load_model(str(p))
+
+
+def _states(model, zero, gpus=64, **opts):
+    r = vramsym.compile(model, "train_states", dict({"precision": "zero_mixed"}, **opts))
+    return r.evaluate(batch=1, seq=1, gpus=gpus, zero=zero)
+
+
+def test_the_config_has_exactly_7_5_billion_parameters(psi_model):
+    assert _states(psi_model, 0, gpus=1).params == PSI
+
+
+@pytest.mark.parametrize("zero,bytes_per_psi,gb", [
+    (0, Fraction(16), "120.0"),
+    (1, 4 + Fraction(12, 64), "31.4"),
+    (2, 2 + Fraction(14, 64), "16.6"),
+    (3, Fraction(16, 64), "1.9"),
+])
+def test_zero_paper_model_states_per_gpu(psi_model, zero, bytes_per_psi, gb):
+    est = _states(psi_model, zero)
+    # AdamW's per-tensor step counters (4 B per parameter tensor) are outside the paper's 16 Psi
+    tensors = _states(psi_model, 0, gpus=1).component("optimizer_states").exact - 8 * PSI
+    assert 0 < tensors < 10_000
+    states = est.exact_total - tensors
+    assert states == bytes_per_psi * PSI
+    assert f"{float(Fraction(states) / 10**9):.1f}" == gb
+    assert est.host_bytes == 0
+
+
+def test_deepspeed_estimator_reproduced_beside_the_derived_total(psi_model):
+    largest = 129899 * 4000        # the tied embedding is the largest module (V x h > h x I)
+    for zero, offload, want in [
+        (2, "none", 4 * PSI + (16 * PSI) // 64),
+        (3, "none", 4 * largest + (18 * PSI) // 64),
+        (3, "optimizer", 4 * largest + (2 * PSI) // 64),
+        (3, "optimizer_params", 4 * largest),
+        (2, "optimizer", 2 * PSI),
+    ]:
+        r = vramsym.compile(psi_model, "deepspeed_estimate", {"offload": offload})
+        assert r.evaluate(gpus=64, zero=zero).total_bytes == want, (zero, offload)
+
+
+def test_estimate_prints_deepspeeds_rule_of_thumb_for_training(psi_model, tmp_path):
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(PSI_7_5B))
+    code, out, err = run_cli(["estimate", "--model", str(cfg), "--regime", "train_states", "--gpus", "64",
+                              "--zero", "3", "--json"])
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["layout"]["gpus"] == 64 and data["layout"]["zero"] == 3 and data["layout"]["dp"] == 64
+    (h,) = [h for h in data["heuristics"] if h["regime"] == "deepspeed_estimate"]
+    assert h["total_bytes"] == 4 * 129899 * 4000 + (18 * PSI) // 64
+
+
+def test_seed_llama_65b_on_8_a100_with_a_4_way_layer_split():
+    """Seed article 2, section 5.2: LLaMA-65B on 8 A100s, 4-way layer split x 2-way data parallel.
+    LLaMA-65B has 80 layers, so each stage holds 20 (the seed prints 16)."""
+    cap = vramsym.resolve_capacity("a100-80gb")[0]
+    m = vramsym.load_model("llama-65b")
+    h, inter, vocab = 8192, 22016, 32000
+    per_layer = 4 * h * h + 3 * h * inter + 2 * h
+    for regime in ("inference", "lora"):
+        code, out, err = run_cli(["estimate", "--model", "llama-65b", "--regime", regime, "--gpus", "8", "--pp", "4",
+                                  "--batch", "1", "--seq", "2048", "--gpu", "a100-80gb", "--json"])
+        assert code == 0, err
+        d = json.loads(out)
+        assert d["layout"]["layers_per_stage"] == 20 and d["layout"]["dp"] == 2 and d["layout"]["pp"] == 4
+        assert d["fits"] == (d["total_bytes"] <= cap)
+        weights = {c["name"]: c["bytes"] for c in d["components"]}["weights" if regime == "inference" else "weights_train"]
+        base = 2 * (20 * per_layer + vocab * h + h)   # 20 layers and the larger end (head + final norm), bf16
+        assert weights == base if regime == "inference" else weights > base
+    one = vramsym.compile(m, "inference").evaluate(batch=1, seq=2048, gpus=8, pp=4)
+    assert one.total_bytes < vramsym.compile(m, "inference").evaluate(batch=1, seq=2048).total_bytes / 3
+
+
+def test_tensor_parallel_inference_splits_weights_and_kv_like_vllm():
+    m = vramsym.load_model("llama-3.1-70b")       # 8 KV heads
+    r = vramsym.compile(m, "inference")
+    one = r.evaluate(batch=4, seq=4096)
+    t4 = r.evaluate(batch=4, seq=4096, gpus=4, tp=4)
+    t16 = r.evaluate(batch=4, seq=4096, gpus=16, tp=16)
+    assert t4.component("kv_cache").exact == one.component("kv_cache").exact / 4
+    # more ranks than KV heads: each rank keeps one head (replicated), 1/8 of the cache
+    assert t16.component("kv_cache").exact == one.component("kv_cache").exact / 8
+    assert t4.component("weights").exact < one.component("weights").exact / 3
+
+
+def test_data_parallel_degree_must_be_whole():
+    code, out, err = run_cli(["estimate", "--model", "llama-3.1-8b", "--regime", "train", "--batch", "1",
+                              "--seq", "128", "--gpus", "6", "--tp", "4"])
+    assert code == 1
+    assert "3/2" in err and "gpus=6" in err and "tp=4" in err and "Traceback" not in err
+
+
+def test_offload_option_is_spelled_as_the_contract_says():
+    code, out, err = run_cli(["estimate", "--model", "llama-3.1-8b", "--regime", "train_states", "--gpus", "8",
+                              "--zero", "3", "--offload", "optimizer+params", "--json"])
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["layout"]["offload"] == "optimizer_params" and d["host_bytes"] > 0
+
+
+MODELS = st.sampled_from(["llama-3.1-8b", "qwen2.5-7b", "gpt2", "mistral-7b-v0.1"])
+
+
+@settings(max_examples=25, deadline=None)
+@given(MODELS, st.sampled_from(["train", "train_states", "lora"]), st.sampled_from(["fsdp2", "deepspeed"]),
+       st.integers(1, 64), st.sampled_from([1, 2, 4]))
+def test_zero3_per_gpu_memory_does_not_grow_with_gpus(name, regime, impl, d, tp):
+    r = vramsym.compile(vramsym.load_model(name), regime, {"zero_impl": impl})
+    at = lambda dp: r.evaluate(batch=1, seq=256, gpus=dp * tp, tp=tp, zero=3).exact_total   # noqa: E731
+    assert at(d + 1) <= at(d)
+
+
+@settings(max_examples=25, deadline=None)
+@given(MODELS, st.sampled_from(["train", "train_states"]), st.sampled_from(["fsdp2", "deepspeed"]),
+       st.integers(2, 256), st.sampled_from(["mixed_bf16", "zero_mixed", "bf16"]))
+def test_zero_stages_are_ordered_per_gpu(name, regime, impl, gpus, precision):
+    r = vramsym.compile(vramsym.load_model(name), regime, {"zero_impl": impl, "precision": precision})
+    t = [r.evaluate(batch=1, seq=256, gpus=gpus, zero=z).exact_total for z in range(4)]
+    assert t[3] <= t[2] <= t[1] <= t[0]
+
+
+@settings(max_examples=25, deadline=None)
+@given(MODELS, st.integers(1, 128), st.sampled_from([0, 1, 2, 3]), st.sampled_from(["fsdp2", "deepspeed"]),
+       st.sampled_from(["optimizer", "optimizer_params"]))
+def test_offload_moves_bytes_from_gpu_to_host_one_for_one(name, gpus, zero, impl, offload):
+    r = vramsym.compile(vramsym.load_model(name), "train_states", {"zero_impl": impl})
+    off = vramsym.compile(vramsym.load_model(name), "train_states", {"zero_impl": impl, "offload": offload})
+    a = r.evaluate(batch=1, seq=1, gpus=gpus, zero=zero)
+    b = off.evaluate(batch=1, seq=1, gpus=gpus, zero=zero)
+    moved = sum(c.exact for c in b.components if c.host)
+    assert moved > 0 and a.host_bytes == 0
+    assert a.exact_total - b.exact_total == moved
+
+
+@settings(max_examples=10, deadline=None)
+@given(MODELS, st.sampled_from([1, 2, 4]), st.sampled_from([1, 2]), st.sampled_from([1, 2, 3]),
+       st.sampled_from(["24GB", "40GB", "80GB"]))
+def test_min_gpus_fits_and_one_data_parallel_rank_fewer_does_not(name, tp, pp, zero, gpu):
+    m = vramsym.load_model(name)
+    r = vramsym.compile(m, "train")
+    cap = vramsym.resolve_capacity(gpu)[0]
+    ins = {"batch": 1, "seq": 512, "tp": tp, "pp": pp, "zero": zero}
+    try:
+        res = vramsym.min_gpus(r, cap, ins)
+    except vramsym.VramError:
+        return        # a layout this model cannot take (pp beyond its layers, nothing fits): reported
+    est, lay = res["best"]
+    assert lay["tp"] == tp and lay["pp"] == pp and lay["zero"] == zero
+    assert est.total_bytes <= cap
+    if lay["dp"] > 1:
+        fewer = r.evaluate(dict(ins, gpus=(lay["dp"] - 1) * tp * pp))
+        assert fewer.total_bytes > cap
+
+
+def test_solve_min_gpus_json_contract():
+    code, out, err = run_cli(["solve", "min_gpus", "--model", "llama-3.1-70b", "--regime", "train", "--precision",
+                              "mixed-bf16", "--gpu", "h100-sxm-80gb", "--batch", "1", "--seq", "4096",
+                              "--checkpointing", "full", "--json"])
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["variable"] == "gpus" and d["value"] == d["layout"]["gpus"]
+    lay = d["layout"]
+    assert lay["gpus"] == lay["dp"] * lay["tp"] * lay["pp"] * lay["cp"]
+    assert d["total_bytes"] <= d["capacity_bytes"]
+    assert all(row["layout"]["gpus"] >= d["value"] for row in d["layouts"])
+
+
+def test_one_gpu_is_the_single_gpu_answer():
+    m = vramsym.load_model("qwen2.5-7b")
+    for regime in ("inference", "train", "lora", "vllm"):
+        r = vramsym.compile(m, regime)
+        ins = {"batch": 2, "seq": 1024} if regime != "vllm" else {"batch": 2, "seq": 1024, "capacity": 80 * 10**9}
+        assert r.evaluate(ins).exact_total == r.evaluate(dict(ins, gpus=1, tp=1, pp=1, zero=0)).exact_total
