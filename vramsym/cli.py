@@ -256,19 +256,30 @@ def cmd_fit(args, voc):
                 max_batch = r.solve("batch", capacity, seq=args.seq).value
             except VramError:
                 max_batch = None
+        min_gpus, layout = None, None
+        if r.regime.symbol("gpus") is not None:       # the fewest GPUs: ZeRO-3, no pipeline, tp searched
+            try:
+                best = vramsym.min_gpus(r, capacity, {"batch": args.batch, "seq": args.seq, "pp": 1, "zero": 3})["best"]
+                min_gpus, layout = best[1]["gpus"], best[1]
+            except VramError:
+                pass
         rows.append({"regime": regime, "options": {k: show(v) for k, v in opts.items()}, "total_bytes": est.total_bytes,
-                     "fits": fits, "headroom_bytes": capacity - est.total_bytes, "max_batch": max_batch})
+                     "fits": fits, "headroom_bytes": capacity - est.total_bytes, "max_batch": max_batch,
+                     "min_gpus": min_gpus, "min_gpus_layout": layout})
     if args.json:
         _print_json({"model": model.name, "capacity_bytes": capacity, "batch": args.batch, "seq": args.seq,
                      "scenarios": rows})
         return ExitStatus.OK
     print(f"{model.name} on {desc} = {capacity:,} B; batch {args.batch}, seq {args.seq}; sizes in {unit}")
-    print(f"  {'regime':<10} {'options':<52} {'total ' + unit:>10} {'headroom ' + unit:>13}  fits  max batch")
+    print(f"  {'regime':<10} {'options':<52} {'total ' + unit:>10} {'headroom ' + unit:>13}  fits  max batch"
+          f"  min GPUs (ZeRO-3, tp x dp)")
     for row in rows:
         opts = ", ".join(f"{k}={v}" for k, v in row["options"].items())
         print(f"  {row['regime']:<10} {opts:<52} {fmt_bytes(row['total_bytes'], unit).split()[0]:>10} "
               f"{fmt_bytes(row['headroom_bytes'], unit).split()[0]:>13}  {'yes ' if row['fits'] else 'no  '}  "
-              f"{row['max_batch'] if row['max_batch'] is not None else '-'}")
+              f"{row['max_batch'] if row['max_batch'] is not None else '-':>9}  "
+              + (f"{row['min_gpus']} ({row['min_gpus_layout']['tp']} x {row['min_gpus_layout']['dp']})"
+                 if row["min_gpus"] else "-"))
     return ExitStatus.OK
 
 
