@@ -119,8 +119,8 @@ def test_editing_a_stage_changes_the_answer(env, tmp_path):
     assert before[0] == 0, before
     regimes = pkg / "vramsym" / "engine" / "regimes.py"     # stage 4: every component counted twice
     text = regimes.read_text()
-    assert "return sympy.Add(*[self.expanded[c] for c in self.components])" in text
-    regimes.write_text(text.replace("return sympy.Add(*[self.expanded[c] for c in self.components])",
+    assert "return sympy.Add(*[self.expanded[c] for c in self.components if c not in self.host])" in text
+    regimes.write_text(text.replace("return sympy.Add(*[self.expanded[c] for c in self.components if c not in self.host])",
                                     "return 2 * sympy.Add(*[self.expanded[c] for c in self.components])"))
     after = _run(ARGV, env, cwd=tmp_path, pkg_parent=pkg)
     assert after[0] == 0, after

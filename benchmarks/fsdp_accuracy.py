@@ -1,0 +1,109 @@
+"""Per-rank peak of FSDP2 training: vramsym against one rank measured under PyTorch's fake
+process group (vramsym/measure/distributed.py), and the fake group against real gloo ranks.
+
+    python benchmarks/fsdp_accuracy.py                 # the matrix of docs/accuracy.md (tiny configs)
+    python benchmarks/fsdp_accuracy.py --model llama-3.2-1b --gpus 8   # a catalog model, fake tensors
+    python benchmarks/fsdp_accuracy.py --gloo          # fake group vs a real 2-process gloo run
+
+Prints one row per case: measured peak of rank 0, vramsym's per-GPU total (tensors only), the
+relative error. Dropout is set to 0 as in `vramsym measure` (the configs below have none).
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import vramsym  # noqa: E402
+
+TINY = {
+    "llama": {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 4,
+              "num_attention_heads": 8, "num_key_value_heads": 4, "vocab_size": 1000,
+              "max_position_embeddings": 512, "rms_norm_eps": 1e-6, "tie_word_embeddings": False},
+    "qwen2": {"model_type": "qwen2", "hidden_size": 256, "intermediate_size": 704, "num_hidden_layers": 4,
+              "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 1200,
+              "max_position_embeddings": 512, "rms_norm_eps": 1e-6, "tie_word_embeddings": True},
+}
+
+
+def predicted(model, gpus, zero, precision, batch, seq, checkpointing):
+    r = vramsym.compile(model, "train", {"precision": precision, "optimizer": "adamw",
+                                         "checkpointing": "full" if checkpointing else "none"})
+    return r.evaluate(batch=batch, seq=seq, gpus=gpus, zero=zero).total_bytes
+
+
+def case(model, cfg, gpus, zero, precision, batch, seq, checkpointing, fake):
+    from vramsym.measure.distributed import measure_fsdp
+    m = measure_fsdp(cfg, gpus=gpus, zero=zero, batch=batch, seq=seq, precision=precision,
+                     checkpointing=checkpointing, fake=fake)
+    p = predicted(model, gpus, zero, precision, batch, seq, checkpointing)
+    return m["peak_bytes"], p
+
+
+def _gloo_rank(rank, world, cfg, port, out):
+    import torch.distributed as dist
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    from vramsym.measure import distributed as D
+    D._fake_group = lambda n: None          # the real group is already up
+    m = D.measure_fsdp(cfg, gpus=world, zero=3, batch=2, seq=128, precision="fp32", fake=False)
+    if rank == 0:
+        with open(out, "w") as fh:
+            json.dump(m, fh)
+    dist.destroy_process_group()
+
+
+def gloo_check(cfg):
+    import torch.multiprocessing as mp
+    from vramsym.measure.distributed import measure_fsdp
+    out = os.path.join(tempfile.mkdtemp(), "rank0.json")
+    mp.spawn(_gloo_rank, args=(2, cfg, 29517, out), nprocs=2, join=True)
+    real = json.load(open(out))
+    fake = measure_fsdp(cfg, gpus=2, zero=3, batch=2, seq=128, precision="fp32", fake=True)
+    print(f"gloo rank 0: {real['peak_bytes']:,} B; fake group: {fake['peak_bytes']:,} B; "
+          f"difference {fake['peak_bytes'] - real['peak_bytes']:+,} B")
+    for k in sorted(set(real["categories_at_peak"]) | set(fake["categories_at_peak"])):
+        a, b = real["categories_at_peak"].get(k, 0), fake["categories_at_peak"].get(k, 0)
+        if a or b:
+            print(f"  {k:<16} gloo {a:>14,}  fake {b:>14,}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model")
+    ap.add_argument("--gpus", type=int, default=4)
+    ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--gloo", action="store_true")
+    args = ap.parse_args()
+    if args.gloo:
+        gloo_check(TINY["llama"])
+        return
+    if args.model:
+        m = vramsym.load_model(args.model)
+        models = {args.model: (m, dict(m.raw_config or m.config))}
+    else:
+        models = {}
+        d = tempfile.mkdtemp()
+        for name, cfg in TINY.items():
+            p = os.path.join(d, f"{name}.json")
+            with open(p, "w") as fh:
+                json.dump(cfg, fh)
+            models[f"tiny-{name}"] = (vramsym.load_model(p), cfg)
+    print(f"| model | GPUs | ZeRO | precision | checkpointing | measured rank 0 (B) | vramsym (B) | error |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, (model, cfg) in models.items():
+        for zero in (3, 2):
+            for precision in ("fp32", "mixed_bf16", "bf16"):
+                for ckpt in (False, True):
+                    meas, pred = case(model, cfg, args.gpus, zero, precision, args.batch, args.seq, ckpt,
+                                      fake=True)
+                    print(f"| {name} | {args.gpus} | {zero} | {precision.replace('_', '-')} | "
+                          f"{'full' if ckpt else 'none'} | {meas:,} | {pred:,} | {100 * (pred - meas) / meas:+.1f}% |",
+                          flush=True)
+
+
+if __name__ == "__main__":
+    main()

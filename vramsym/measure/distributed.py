@@ -1,0 +1,107 @@
+"""One rank of an N-GPU FSDP2 job, measured in one CPU process.
+
+PyTorch's fake process group (``torch.testing._internal.distributed.fake_pg``) stands in for
+the other N-1 ranks: collectives return at once with outputs of the right shape, so rank 0
+allocates exactly what it would on a real job. ``fully_shard`` is applied per decoder layer
+and to the root (``reshard_after_forward=True`` for ``--zero 3``, ``False`` for ``--zero 2``),
+with ``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)`` for ``mixed_bf16``, and
+``torch.distributed._tools.fsdp2_mem_tracker.FSDPMemTracker`` counts every storage by kind
+(sharded / unsharded parameter, all-gather and reduce-scatter buffers, gradient, activation,
+optimizer state, temporary). The second of two steps is the one reported (the tracker's
+statistics are reset after the first, when the optimizer states exist).
+
+With ``fake=True`` the model is built and run under ``FakeTensorMode`` (real-size configs in
+seconds); DTensor's sharding propagation, which runs ops on global-shape shadow tensors, is
+kept out of the tracker (``ShardingPropagator._propagate_tensor_meta_non_cached``), otherwise
+those shadows would count as allocations of the rank.
+
+What a fake group cannot see (NCCL's own buffers, which are not PyTorch tensors) is outside
+the figure, as it is outside vramsym's tensor terms.
+"""
+from __future__ import annotations
+
+import contextlib
+
+
+def _fake_group(world_size: int):
+    import torch.distributed as dist
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+    if dist.is_initialized():
+        if dist.get_world_size() == world_size:
+            return
+        dist.destroy_process_group()
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world_size)
+
+
+@contextlib.contextmanager
+def _untracked_sharding_propagation():
+    """Run DTensor's shape propagation outside every dispatch mode (the tracker included)."""
+    from torch.distributed.tensor._sharding_prop import ShardingPropagator
+    from torch.utils._python_dispatch import _disable_current_modes
+    orig = ShardingPropagator._propagate_tensor_meta_non_cached
+
+    def quiet(self, *a, **k):
+        with _disable_current_modes():
+            return orig(self, *a, **k)
+    ShardingPropagator._propagate_tensor_meta_non_cached = quiet
+    try:
+        yield
+    finally:
+        ShardingPropagator._propagate_tensor_meta_non_cached = orig
+
+
+def measure_fsdp(config: dict, *, gpus: int, zero: int, batch: int, seq: int, precision: str = "mixed_bf16",
+                 optimizer: str = "adamw", attention: str = "sdpa", checkpointing: bool = False,
+                 fake: bool = True) -> dict:
+    """Peak bytes of rank 0 of ``gpus`` ranks training ``config`` under FSDP2, by FSDP category."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+    from .hf_model import _build_hf_config, _from_config
+
+    if zero not in (2, 3):
+        raise ValueError("FSDP2 shards parameters: --zero 2 (reshard_after_forward=False) or 3")
+    _fake_group(gpus)
+    hf_cfg = _build_hf_config(config)
+    dtype = {"fp32": torch.float32, "mixed_bf16": torch.float32, "bf16": torch.bfloat16}[precision]
+    mp = (MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+          if precision == "mixed_bf16" else MixedPrecisionPolicy())
+    from torch.distributed.device_mesh import init_device_mesh
+    mesh = init_device_mesh("cpu", (gpus,))          # outside fake mode: the mesh reads its ranks
+    mode = FakeTensorMode() if fake else contextlib.nullcontext()
+    with mode, _untracked_sharding_propagation():
+        old = torch.get_default_dtype()
+        torch.set_default_dtype(dtype)
+        try:
+            model = _from_config(hf_cfg, dtype, attention)
+        finally:
+            torch.set_default_dtype(old)
+        if checkpointing:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        layers = model.model.layers
+        for layer in layers:
+            fully_shard(layer, mesh=mesh, reshard_after_forward=zero == 3, mp_policy=mp)
+        fully_shard(model, mesh=mesh, reshard_after_forward=zero == 3, mp_policy=mp)
+        model.train()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=optimizer != "adamw_fused",
+                                fused=optimizer == "adamw_fused" or None)
+        ids = torch.randint(0, hf_cfg.vocab_size, (batch, seq))
+        tracker = FSDPMemTracker(model, opt)
+        tracker.track_inputs((ids,))
+        with tracker:
+            for step in range(2):
+                model(input_ids=ids, labels=ids).loss.backward()
+                opt.step()
+                opt.zero_grad()
+                if step == 0:
+                    tracker.reset_mod_stats()
+        peak = tracker.get_tracker_snapshot("peak")
+    by_kind = {}
+    for dev, d in peak.items():
+        for k, v in d.items():
+            name = str(k).split(".")[-1].lower()
+            by_kind[name] = by_kind.get(name, 0) + int(v)
+    total = by_kind.pop("total", sum(by_kind.values()))
+    return {"peak_bytes": total, "categories_at_peak": by_kind, "gpus": gpus, "zero": zero, "precision": precision,
+            "fake": fake}
