@@ -86,6 +86,10 @@ def compare(model, regime: str = "inference", options: Optional[Mapping[str, str
     opts = dict(options or {})
     opts["overhead"] = "none"
     est = vramsym.estimate(model, regime, opts, dict(inputs or {}), library=library)
+    from ..engine.layouts import layout_of
+    lay = layout_of(est)
+    if lay is not None and (lay["gpus"] > 1 or lay["zero"] > 0):
+        return _compare_fsdp(model, est, regime, lay, fake)
     args = measure_args(est, regime, fake, decode_steps)
     backend = _backend()
     cfg = dict(model.raw_config or model.config)
@@ -133,3 +137,44 @@ def compare(model, regime: str = "inference", options: Optional[Mapping[str, str
             "inputs": {"batch": args["batch"], "seq": args["seq"]}, "measure_args": {k: v for k, v in args.items()},
             "rows": rows, "predicted_total_bytes": est.total_bytes, "measured_peak_bytes": m["peak_bytes"],
             "measured_peak_phase": m.get("peak_phase"), "measurement": m}
+
+
+def _compare_fsdp(model, est, regime: str, lay: dict, fake: bool) -> Dict:
+    """One rank of an FSDP2 job under the fake process group (vramsym.measure.distributed)."""
+    opts = dict(est.options)
+    if regime != "train" or lay.get("zero_impl") != "fsdp2" or lay["zero"] not in (2, 3):
+        raise InputError("measure with more than one GPU supports --regime train --zero-impl fsdp2 --zero 2|3 "
+                         "(FSDP2 under PyTorch's fake process group)")
+    if (lay["tp"], lay["pp"], lay["cp"], lay["ep"]) != (1, 1, 1, 1) or lay.get("offload") != "none":
+        raise InputError("measure with more than one GPU supports data-parallel sharding only "
+                         "(no --tp, --pp, --cp, --ep or --offload)")
+    if opts["precision"] not in _TRAIN_PRECISION or opts["optimizer"] not in ("adamw", "adamw_fused") \
+            or opts["checkpointing"] == "selective":
+        raise InputError("measure with more than one GPU supports --precision fp32|mixed-bf16|bf16, "
+                         "--optimizer adamw|adamw-fused and --checkpointing none|full")
+    _backend()
+    from .distributed import measure_fsdp
+    cfg = dict(model.raw_config or model.config)
+    for k, v in list(cfg.items()):
+        if ("dropout" in k or "pdrop" in k) and isinstance(v, (int, float)) and v:
+            cfg[k] = 0.0
+    b, s = int(est.binding.values["b"]), int(est.binding.values["s"])
+    m = measure_fsdp(cfg, gpus=lay["gpus"], zero=lay["zero"], batch=b, seq=s, precision=opts["precision"],
+                     optimizer=opts["optimizer"], attention=opts["attention"],
+                     checkpointing=opts["checkpointing"] == "full", fake=fake)
+    cat = m["categories_at_peak"]
+    rows: List[Dict] = []
+
+    def row(name, predicted, measured, note=""):
+        rel = (predicted - measured) / measured if measured else (0.0 if predicted == measured else None)
+        rows.append({"component": name, "predicted_bytes": int(predicted), "measured_bytes": int(measured),
+                     "relative_error": rel, "note": note})
+    row("parameters", _comp(est, "weights_train"),
+        cat.get("sharded_param", 0) + cat.get("unsharded_param", 0) + cat.get("all_gather", 0),
+        "sharded, unsharded and all-gather buffers at the peak")
+    row("optimizer_states", _comp(est, "optimizer_states", "master_weights"), cat.get("opt", 0))
+    row("total (peak)", est.total_bytes, m["peak_bytes"], f"rank 0 of {lay['gpus']}, fake process group")
+    return {"model": model.name, "regime": regime, "options": {k: v for k, v in est.options if k in est.used_options},
+            "inputs": {"batch": b, "seq": s}, "layout": lay, "measure_args": {"gpus": lay["gpus"], "zero": lay["zero"]},
+            "rows": rows, "predicted_total_bytes": est.total_bytes, "measured_peak_bytes": m["peak_bytes"],
+            "measured_peak_phase": "FSDPMemTracker peak of the second step", "measurement": m}
