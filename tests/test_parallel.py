@@ -202,3 +202,47 @@ def test_one_gpu_is_the_single_gpu_answer():
         r = vramsym.compile(m, regime)
         ins = {"batch": 2, "seq": 1024} if regime != "vllm" else {"batch": 2, "seq": 1024, "capacity": 80 * 10**9}
         assert r.evaluate(ins).exact_total == r.evaluate(dict(ins, gpus=1, tp=1, pp=1, zero=0)).exact_total
+
+
+# ---- measured: one rank of an FSDP2 job under PyTorch's fake process group ----
+
+TINY = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 4,
+        "num_attention_heads": 8, "num_key_value_heads": 4, "vocab_size": 1000, "max_position_embeddings": 512,
+        "rms_norm_eps": 1e-6, "tie_word_embeddings": False}
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    p = tmp_path_factory.mktemp("tiny") / "config.json"
+    p.write_text(json.dumps(TINY))
+    return vramsym.load_model(str(p))
+
+
+def test_fake_process_group_counts_what_real_tensors_allocate(tiny):
+    from vramsym.measure.distributed import measure_fsdp
+    real = measure_fsdp(TINY, gpus=4, zero=3, batch=2, seq=64, precision="mixed_bf16", fake=False)
+    fake = measure_fsdp(TINY, gpus=4, zero=3, batch=2, seq=64, precision="mixed_bf16", fake=True)
+    assert real["peak_bytes"] == fake["peak_bytes"] and real["categories_at_peak"] == fake["categories_at_peak"]
+
+
+@pytest.mark.parametrize("zero,precision", [(3, "mixed_bf16"), (3, "fp32"), (2, "bf16")])
+def test_fsdp2_rank_states_exact_and_peak_close(tiny, zero, precision):
+    from vramsym.measure.compare import compare
+    res = compare(tiny, "train", {"precision": precision, "optimizer": "adamw"},
+                  {"batch": 2, "seq": 128, "gpus": 4, "zero": zero})
+    rows = {r["component"]: r for r in res["rows"]}
+    # the model states (sharded, unsharded and all-gathered parameters; optimizer states) to the byte
+    assert rows["parameters"]["predicted_bytes"] == rows["parameters"]["measured_bytes"]
+    assert rows["optimizer_states"]["predicted_bytes"] == rows["optimizer_states"]["measured_bytes"]
+    # the peak: within the worst no-checkpointing error of docs/accuracy.md's FSDP2 matrix (+6.4%)
+    assert abs(rows["total (peak)"]["relative_error"]) < 0.07
+
+
+def test_measure_refuses_layouts_the_fake_group_cannot_run(tiny):
+    from vramsym.measure.compare import compare
+    with pytest.raises(vramsym.InputError, match="data-parallel sharding only"):
+        compare(tiny, "train", {"precision": "bf16"}, {"batch": 1, "seq": 32, "gpus": 4, "tp": 2, "zero": 3})
+    with pytest.raises(vramsym.InputError, match="--zero 2|3"):
+        compare(tiny, "train", {"precision": "bf16"}, {"batch": 1, "seq": 32, "gpus": 4, "zero": 1})

@@ -37,7 +37,8 @@ def _rat(v) -> sympy.Rational:
 def _definition_steps(lib, composed) -> List[Step]:
     from ..lang.build import placeholder
     steps = [Step("definition", f"Regime '{composed.regime}': {composed.description}", lhs="M",
-                  expr=sympy.Add(*[placeholder(c) for c in composed.components], evaluate=False),
+                  expr=sympy.Add(*[placeholder(c) for c in composed.components if c not in composed.host],
+                                 evaluate=False),
                   note="chain: " + " -> ".join(composed.chain) + "; options: " +
                        ", ".join(f"{k}={v}" for k, v in composed.options))]
     for name, d in composed.definitions.items():

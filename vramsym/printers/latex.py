@@ -237,8 +237,9 @@ def blocks(result, lib) -> List[Block]:
     for note in est.notes:
         out.append(Para([_t("Note: " + note)]))
 
-    comps = [c.name for c in est.components]
-    term_steps = _reachable_terms(steps, comps)
+    comps = [c.name for c in est.components if not c.host]          # the GPU total
+    host = [c.name for c in est.components if c.host]
+    term_steps = _reachable_terms(steps, comps + host)
     section = 0
 
     def head(text):
@@ -253,6 +254,9 @@ def blocks(result, lib) -> List[Block]:
             rhs = " + ".join(name_latex(lib, c) for c in comps) if comps else P.doprint(st.expr)
             out.append(Para([_t("The total is the sum of the regime's components:")]))
             out.append(Display([(M, "= " + rhs)]))
+            if host:
+                out.append(Para([_t("Host (CPU) memory, outside the GPU total: ")] +
+                                _join([[_m(name_latex(lib, c))] for c in host]) + [_t(".")]))
             if st.note:
                 out.append(Para([_t(st.note.split(";")[0].strip().capitalize() + ".")]))
         elif k == "term":
@@ -348,8 +352,13 @@ def blocks(result, lib) -> List[Block]:
                      _t(" B; a fractional byte count is rounded up to a whole byte.")]))
     rows = []
     for c in est.components:
-        rows.append([[_m(name_latex(lib, c.name))], [_t(c.description)]] + [[p] for p in _size_cells(c.exact)])
-    rows.append([[_m(M)], [_t("total")]] + [[p] for p in _size_cells(est.exact_total)])
+        if not c.host:
+            rows.append([[_m(name_latex(lib, c.name))], [_t(c.description)]] + [[p] for p in _size_cells(c.exact)])
+    rows.append([[_m(M)], [_t("total (GPU)")]] + [[p] for p in _size_cells(est.exact_total)])
+    for c in est.components:
+        if c.host:
+            rows.append([[_m(name_latex(lib, c.name))], [_t(c.description)]] +
+                        [[p] for p in _size_cells(c.exact)])
     out.append(Table(["term", "meaning", "bytes", "GiB", "GB"], rows, "lp{6cm}rrr"))
     if sol is not None:
         xl = name_latex(lib, sol.variable)
