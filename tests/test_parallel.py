@@ -246,3 +246,12 @@ def test_measure_refuses_layouts_the_fake_group_cannot_run(tiny):
         compare(tiny, "train", {"precision": "bf16"}, {"batch": 1, "seq": 32, "gpus": 4, "tp": 2, "zero": 3})
     with pytest.raises(vramsym.InputError, match="--zero 2|3"):
         compare(tiny, "train", {"precision": "bf16"}, {"batch": 1, "seq": 32, "gpus": 4, "zero": 1})
+
+
+def test_hybrid_sharding_shards_within_a_node_and_replicates_across(psi_model):
+    tensors = _states(psi_model, 0, gpus=1).component("optimizer_states").exact - 8 * PSI
+    full = _states(psi_model, 3, gpus=64)
+    hybrid = _states(psi_model, 3, gpus=64, sharding="hybrid")      # 8 GPUs a node: 8-way shards
+    assert full.exact_total - tensors == Fraction(16, 64) * PSI
+    assert hybrid.exact_total - tensors == Fraction(16, 8) * PSI
+    assert hybrid.binding.values["n_gpu"] == 64

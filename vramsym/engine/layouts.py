@@ -35,7 +35,7 @@ def layout_of(est) -> dict | None:
                          f"number (gpus={out['gpus']}, tp={out['tp']}, pp={out['pp']}, cp={out['cp']})")
     out["dp"] = out["gpus"] // width
     out["zero"] = get("zero", 0)
-    for o in ("zero_impl", "offload", "pp_schedule", "tp_style"):
+    for o in ("zero_impl", "sharding", "offload", "pp_schedule", "tp_style"):
         if o in opts:
             out[o] = opts[o]
     if "L" in v:
