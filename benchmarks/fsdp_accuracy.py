@@ -134,15 +134,37 @@ def write(path):
              f"hidden 256: fixed transients such as one layer's buffers are a large share): {summary(small)}.", "",
              "The sharded, unsharded and all-gathered parameters and the optimizer states are exact in every case "
              "(`tests/test_parallel.py`); the differences are activations and transients at the peak. Not measured "
-             "here: tensor and pipeline parallelism, DeepSpeed, offload (the fake group runs FSDP2 only), and what "
+             "here: pipeline, context and expert parallelism, Megatron-style TP (vocabulary-parallel embedding, "
+             "sequence parallelism), DeepSpeed, offload, and what "
              "no tensor holds (NCCL buffers, the CUDA context).", "",
              "| model | GPUs | ZeRO | precision | checkpointing | b | s | measured rank 0 (B) | vramsym (B) | error |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append("| " + " | ".join(str(x) for x in r[:7]) + f" | {r[7]:,} | {r[8]:,} | {100 * r[9]:+.1f}% |")
+    lines += tp_lines()
     with open(path, "w") as fh:
         fh.write("\n".join(lines) + "\n")
     print(f"written to {path}")
+
+
+def tp_lines():
+    """Tensor parallelism (parallelize_module, --tp-style dtensor): one rank, fake group."""
+    from vramsym.measure.distributed import measure_tensor_parallel
+    cases = [(n, m, c, t, p, 2, 128) for n, (m, c) in tiny_models().items() for t in (2, 4) for p in ("fp32", "bf16")]
+    big = vramsym.load_model("llama-3.2-1b")
+    cases += [("llama-3.2-1b", big, dict(big.raw_config or big.config), t, "bf16", 1, 2048) for t in (2, 4)]
+    lines = ["", "## Tensor parallelism", "",
+             "PyTorch's `parallelize_module` (ColwiseParallel on q/k/v/gate/up, RowwiseParallel on o/down; embeddings, "
+             "norms and head whole on every rank), what `--tp-style dtensor` models; AdamW `foreach=True` over the "
+             "DTensor parameters and, as a second list, over the plain ones (one foreach list cannot mix them).", "",
+             "| model | tp | precision | b | s | measured rank 0 (B) | vramsym (B) | error |", "|---|---|---|---|---|---|---|---|"]
+    for name, model, cfg, t, prec, b, s in cases:
+        meas = measure_tensor_parallel(cfg, tp=t, batch=b, seq=s, precision=prec, fake=True)["peak_bytes"]
+        r = vramsym.compile(model, "train", {"precision": prec, "optimizer": "adamw", "tp_style": "dtensor"})
+        pred = r.evaluate(batch=b, seq=s, gpus=t, tp=t).total_bytes
+        lines.append(f"| {name} | {t} | {prec} | {b} | {s} | {meas:,} | {pred:,} | {100 * (pred - meas) / meas:+.2f}% |")
+        print(lines[-1], flush=True)
+    return lines
 
 
 def main():
@@ -153,7 +175,12 @@ def main():
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--gloo", action="store_true")
     ap.add_argument("--write")
+    ap.add_argument("--append-tp", metavar="PATH", help="append the tensor-parallel table to a written doc")
     args = ap.parse_args()
+    if args.append_tp:
+        with open(args.append_tp, "a") as fh:
+            fh.write("\n".join(tp_lines()) + "\n")
+        return
     if args.write:
         write(args.write)
         return

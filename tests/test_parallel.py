@@ -255,3 +255,14 @@ def test_hybrid_sharding_shards_within_a_node_and_replicates_across(psi_model):
     assert full.exact_total - tensors == Fraction(16, 64) * PSI
     assert hybrid.exact_total - tensors == Fraction(16, 8) * PSI
     assert hybrid.binding.values["n_gpu"] == 64
+
+
+@pytest.mark.parametrize("tp,precision", [(2, "fp32"), (4, "bf16")])
+def test_tensor_parallel_rank_measured_with_dtensor(tiny, tp, precision):
+    from vramsym.measure.compare import compare
+    res = compare(tiny, "train", {"precision": precision, "optimizer": "adamw", "tp_style": "dtensor"},
+                  {"batch": 2, "seq": 128, "gpus": tp, "tp": tp})
+    rows = {r["component"]: r for r in res["rows"]}
+    assert rows["parameters"]["predicted_bytes"] == rows["parameters"]["measured_bytes"]
+    assert rows["optimizer_states"]["predicted_bytes"] == rows["optimizer_states"]["measured_bytes"]
+    assert abs(rows["total (peak)"]["relative_error"]) < 0.01

@@ -88,6 +88,8 @@ def compare(model, regime: str = "inference", options: Optional[Mapping[str, str
     est = vramsym.estimate(model, regime, opts, dict(inputs or {}), library=library)
     from ..engine.layouts import layout_of
     lay = layout_of(est)
+    if lay is not None and lay["tp"] > 1 and lay["zero"] == 0:
+        return _compare_tp(model, est, regime, lay, fake)
     if lay is not None and (lay["gpus"] > 1 or lay["zero"] > 0):
         return _compare_fsdp(model, est, regime, lay, fake)
     args = measure_args(est, regime, fake, decode_steps)
@@ -178,3 +180,34 @@ def _compare_fsdp(model, est, regime: str, lay: dict, fake: bool) -> Dict:
             "inputs": {"batch": b, "seq": s}, "layout": lay, "measure_args": {"gpus": lay["gpus"], "zero": lay["zero"]},
             "rows": rows, "predicted_total_bytes": est.total_bytes, "measured_peak_bytes": m["peak_bytes"],
             "measured_peak_phase": "FSDPMemTracker peak of the second step", "measurement": m}
+
+
+def _compare_tp(model, est, regime: str, lay: dict, fake: bool) -> Dict:
+    """One rank of a tensor-parallel job (parallelize_module) under the fake process group."""
+    opts = dict(est.options)
+    if regime != "train" or lay.get("tp_style") != "dtensor" or lay["gpus"] != lay["tp"] \
+            or opts["precision"] not in ("fp32", "bf16") or opts["optimizer"] != "adamw" \
+            or opts["checkpointing"] != "none":
+        raise InputError("measure with tensor parallelism supports --regime train --tp-style dtensor --gpus T --tp T "
+                         "--precision fp32|bf16 --optimizer adamw without checkpointing (parallelize_module under "
+                         "PyTorch's fake process group)")
+    _backend()
+    from .distributed import measure_tensor_parallel
+    cfg = dict(model.raw_config or model.config)
+    b, s = int(est.binding.values["b"]), int(est.binding.values["s"])
+    m = measure_tensor_parallel(cfg, tp=lay["tp"], batch=b, seq=s, precision=opts["precision"],
+                                attention=opts["attention"], fake=fake)
+    cat = m["categories_at_peak"]
+    rows: List[Dict] = []
+
+    def row(name, predicted, measured, note=""):
+        rel = (predicted - measured) / measured if measured else (0.0 if predicted == measured else None)
+        rows.append({"component": name, "predicted_bytes": int(predicted), "measured_bytes": int(measured),
+                     "relative_error": rel, "note": note})
+    row("parameters", _comp(est, "weights_train"), cat.get("param", 0), "one tensor-parallel shard")
+    row("optimizer_states", _comp(est, "optimizer_states", "master_weights"), cat.get("opt", 0))
+    row("total (peak)", est.total_bytes, m["peak_bytes"], f"rank 0 of {lay['tp']}, fake process group")
+    return {"model": model.name, "regime": regime, "options": {k: v for k, v in est.options if k in est.used_options},
+            "inputs": {"batch": b, "seq": s}, "layout": lay, "measure_args": {"tp": lay["tp"]},
+            "rows": rows, "predicted_total_bytes": est.total_bytes, "measured_peak_bytes": m["peak_bytes"],
+            "measured_peak_phase": "MemTracker peak of the second step", "measurement": m}

@@ -105,3 +105,65 @@ def measure_fsdp(config: dict, *, gpus: int, zero: int, batch: int, seq: int, pr
     total = by_kind.pop("total", sum(by_kind.values()))
     return {"peak_bytes": total, "categories_at_peak": by_kind, "gpus": gpus, "zero": zero, "precision": precision,
             "fake": fake}
+
+
+TP_PLAN = {"self_attn.q_proj": "colwise", "self_attn.k_proj": "colwise", "self_attn.v_proj": "colwise",
+           "self_attn.o_proj": "rowwise", "mlp.gate_proj": "colwise", "mlp.up_proj": "colwise",
+           "mlp.down_proj": "rowwise"}
+
+
+def measure_tensor_parallel(config: dict, *, tp: int, batch: int, seq: int, precision: str = "bf16",
+                            attention: str = "sdpa", fake: bool = True) -> dict:
+    """Peak bytes of rank 0 of a ``tp``-way tensor-parallel job: PyTorch's ``parallelize_module`` with
+    ColwiseParallel on q/k/v/gate/up and RowwiseParallel on o/down of every decoder layer (what
+    ``--tp-style dtensor`` models); embeddings, norms and the head stay whole on every rank.
+    AdamW with ``foreach=True`` runs over the DTensor parameters and, separately, over the plain
+    ones (one foreach list cannot mix them), counted by ``MemTracker``."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.distributed._tools.mem_tracker import MemTracker
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import DTensor
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+    from .hf_model import _build_hf_config, _from_config
+
+    if precision not in ("fp32", "bf16"):
+        raise ValueError("tensor-parallel measurement runs fp32 or bf16 models")
+    _fake_group(tp)
+    mesh = init_device_mesh("cpu", (tp,))
+    hf_cfg = _build_hf_config(config)
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    plan = {k: ColwiseParallel() if v == "colwise" else RowwiseParallel() for k, v in TP_PLAN.items()}
+    mode = FakeTensorMode() if fake else contextlib.nullcontext()
+    with mode, _untracked_sharding_propagation():
+        old = torch.get_default_dtype()
+        torch.set_default_dtype(dtype)
+        try:
+            model = _from_config(hf_cfg, dtype, attention)
+        finally:
+            torch.set_default_dtype(old)
+        for layer in model.model.layers:
+            parallelize_module(layer, mesh, plan)
+        model.train()
+        sharded = [p for p in model.parameters() if isinstance(p, DTensor)]
+        whole = [p for p in model.parameters() if not isinstance(p, DTensor)]
+        opts = [torch.optim.AdamW(ps, lr=1e-4, foreach=True) for ps in (sharded, whole) if ps]
+        ids = torch.randint(0, hf_cfg.vocab_size, (batch, seq))
+        tracker = MemTracker()
+        tracker.track_external(model, *opts)
+        with tracker:
+            for step in range(2):
+                model(input_ids=ids, labels=ids).loss.backward()
+                for o in opts:
+                    o.step()
+                    o.zero_grad()
+                if step == 0:
+                    tracker.reset_mod_stats()
+        peak = tracker.get_tracker_snapshot("peak")
+    by_kind = {}
+    for dev, d in peak.items():
+        for k, v in d.items():
+            name = str(k).split(".")[-1].lower()
+            by_kind[name] = by_kind.get(name, 0) + int(v)
+    total = by_kind.pop("total", sum(by_kind.values()))
+    return {"peak_bytes": total, "categories_at_peak": by_kind, "tp": tp, "precision": precision, "fake": fake}
