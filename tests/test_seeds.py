@@ -46,11 +46,11 @@ def test_seed2_llama2_7b_fp16_weights(lib):
 
 NOMINAL = '''
 regime train_8b extends train_states "seed 1: 8B parameters" {
-    let P = 8 * 10^9 * [parameter]
+    let P_rank = 8 * 10^9 * [parameter]   # one GPU: every parameter (parallel.vram)
     let T_train = 0 * [tensor]   # the seeds count bytes per parameter only, not PyTorch's per-tensor step counters
 }
 regime train_4b_seed2 extends train_states "seed 2: Qwen-4B, fp16 weights + fp32 grads + fp32 Adam" {
-    let P = 4 * 10^9 * [parameter]
+    let P_rank = 4 * 10^9 * [parameter]
     let T_train = 0 * [tensor]
     set precision = fp16_fp32grad
 }

@@ -129,12 +129,11 @@ def bound_of(compiled, name, values, kind="max"):
 def check_bounds(compiled, values, prov, changed=None) -> None:
     """Every bound the formula files declare between symbols (``max``, ``min``, ``divides``);
     with ``changed``, only those that read a symbol in it (the others held already)."""
-    for n, kind, reads in compiled.checks:
+    for n, kind, reads, t in compiled.checks:
         if n not in values or (changed is not None and reads.isdisjoint(changed)):
             continue
         m, v = compiled.symbols[n], values[n]
         if kind == "divides":
-            t = m["divides"]
             if t in values and v and Fraction(values[t]) % Fraction(v) != 0:
                 tm = compiled.symbols[t]
                 raise InputError(f"{_shown(n, m)} ({m['description']}) = {v} must divide {_shown(t, tm)} "

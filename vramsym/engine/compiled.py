@@ -27,7 +27,7 @@ def compile_regime(lib, composed) -> dict:
         needed |= set(deps)
     for b in prep.bounds.values():
         for kind, v in b.items():
-            needed |= {v} if kind == "divides" else set(v[0])
+            needed |= set(v) if kind == "divides" else set(v[0])
     symbols = {}
     for n in sorted(needed):
         d = lib.symbols[n]
@@ -96,10 +96,10 @@ class CompiledRegime:
         self.bounds = {(n, k): ns[f"_{k}_{n}"] for n, m in self.symbols.items() for k in ("max", "min") if k in m}
         self._alias = {m["alias"]: n for n, m in self.symbols.items() if m["alias"]}
         # every declared bound as (symbol, kind, the symbols it reads): what binding checks
-        self.checks = tuple((n, k, frozenset([n, *m[k]["args"]])) for n, m in self.symbols.items()
+        self.checks = tuple((n, k, frozenset([n, *m[k]["args"]]), None) for n, m in self.symbols.items()
                             for k in ("max", "min") if k in m)
-        self.checks += tuple((n, "divides", frozenset((n, m["divides"]))) for n, m in self.symbols.items()
-                             if m.get("divides"))
+        self.checks += tuple((n, "divides", frozenset((n, t)), t) for n, m in self.symbols.items()
+                             for t in m.get("divides") or ())
 
     def cache_payload(self) -> dict:
         """The data to cache: the compiled regime with its bytecode in place of its source."""

@@ -170,7 +170,7 @@ class SymbolDecl:
     sources: Tuple[str, ...] = ()
     max: Optional[Expr] = None          # an upper bound, from other symbols
     min: Optional[Expr] = None          # a lower bound
-    divides: Optional[str] = None       # a symbol this one must divide
+    divides: Tuple[str, ...] = ()       # symbols this one must divide
 
 
 @dataclass(frozen=True)

@@ -278,8 +278,9 @@ def _check(lib: Library, diags: List[Diagnostic], units_file: str) -> None:
                                         .replace("the default", "a default or bound")))
             if not bad:
                 check_expr(e, declared.get(s.name), "default", e.span, s.name)
-        if s.divides is not None and s.divides not in lib.symbols:
-            diags.append(Diagnostic(s.span, "name", MSG_UNKNOWN_NAME.format(name=s.divides)))
+        for t in s.divides:
+            if t not in lib.symbols:
+                diags.append(Diagnostic(s.span, "name", MSG_UNKNOWN_NAME.format(name=t)))
     for t in lib.terms.values():
         if not t.sources:
             diags.append(Diagnostic(t.span, "definition", MSG_NO_SOURCE.format(name=t.name)))

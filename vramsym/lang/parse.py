@@ -74,6 +74,8 @@ class _Builder(Transformer):
         for key, value in attrs:
             if key == "sources":
                 kw["sources"] = kw["sources"] + (value,)
+            elif key == "divides":
+                kw["divides"] = kw.get("divides", ()) + (value,)
             else:
                 kw[key] = value
         return A.SymbolDecl(str(name), unit, self._str(desc), self._span(meta), **kw)

@@ -59,7 +59,7 @@ class Prepared:
     bound: Dict[str, Fraction]
     terms: Tuple[str, ...]             # terms reached by the exported entries (for their sources)
     defaults: Dict[str, Tuple[Tuple[str, ...], sympy.Expr]] = None  # symbol -> (its arguments, default)
-    bounds: Dict[str, Dict] = None     # symbol -> {"max"/"min": (arguments, expr), "divides": symbol}
+    bounds: Dict[str, Dict] = None     # symbol -> {"max"/"min": (arguments, expr), "divides": [symbols]}
 
 
 def _rational(v) -> sympy.Rational:
@@ -120,7 +120,10 @@ def prepare(composed, lib, binding_values: Optional[Mapping[str, object]] = None
         entries.append(Entry(k, f"{regime}_{k}", composed.expanded[k].xreplace(subs),
                              t.description if t else f"{k} (regime override)",
                              lib.units.get(k, "byte"), tuple(t.sources) if t else ()))
-    if with_params and "P" in composed.expanded:
+    used = set().union(*[e.expr.free_symbols for e in entries])
+    if with_params and "P" in composed.expanded and composed.expanded["P"].free_symbols <= used:
+        # the model's size, when the regime's total reads everything it needs (a regime that
+        # overrides the parameter count with a number does not ask for the model's widths)
         entries.append(Entry("P", f"{regime}_params", composed.expanded["P"].xreplace(subs),
                              "parameters of the model", "parameter", ()))
     args = sorted({s.name for e in entries for s in e.expr.free_symbols})
@@ -133,7 +136,7 @@ def prepare(composed, lib, binding_values: Optional[Mapping[str, object]] = None
 def _defaults(composed, lib, args, bound):
     """The defaults and bounds of the free symbols and of every symbol those read, in order:
     (defaults, bounds) with defaults: symbol -> (its arguments, expression) and bounds:
-    symbol -> {"max"|"min": (arguments, expression), "divides": symbol}."""
+    symbol -> {"max"|"min": (arguments, expression), "divides": [symbols]}."""
     from ..lang.build import to_sympy
     from ..lang.library import names_in
     defaults: Dict[str, Tuple[Tuple[str, ...], sympy.Expr]] = {}
@@ -156,9 +159,9 @@ def _defaults(composed, lib, args, bound):
             else:
                 bounds.setdefault(n, {})[kind] = (deps, x)
             todo.extend(s for s in deps if s in lib.symbols)
-        if d.divides is not None:
-            bounds.setdefault(n, {})["divides"] = d.divides
-            todo.append(d.divides)
+        if d.divides:
+            bounds.setdefault(n, {})["divides"] = list(d.divides)
+            todo.extend(d.divides)
     return defaults, bounds
 
 
