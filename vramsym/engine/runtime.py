@@ -135,6 +135,7 @@ class Compiled:
         self.model = model
         self.known = frozenset(known)
         self._free = self._input_symbols()
+        self._stale = {}          # frozenset of given / excluded symbols -> base entries they outdate
         cfg = model.config if model is not None else None
         try:
             self._base = bind(regime, cfg, {}, exclude=self._free, source=model.source if model else "")
@@ -142,8 +143,10 @@ class Compiled:
             self._base = None    # reported by evaluate, where the missing value is named
 
     def _input_symbols(self):
-        """The command-line inputs and every symbol whose default reads one."""
-        aliased = {n for n, m in self.regime.symbols.items() if m["alias"]}
+        """The command-line inputs without a default (batch, seq) and every symbol whose default
+        reads one: what the model's binding leaves out. Inputs with a default (gpus, tp, zero,
+        lora_rank, ...) are bound there with it and replaced when given."""
+        aliased = {n for n, m in self.regime.symbols.items() if m["alias"] and m["default"] is None}
         return frozenset(aliased | self._readers(aliased))
 
     def _readers(self, names):
@@ -157,9 +160,22 @@ class Compiled:
                     grew = True
         return out
 
+    def _base_for(self, names):
+        """The model's binding without the entries that ``names`` (given or excluded symbols) and
+        the defaults reading them outdate."""
+        key = frozenset(names)
+        stale = self._stale.get(key)
+        if stale is None:
+            stale = (key | self._readers(key)) & self._base[0].keys()
+            self._stale[key] = stale
+        if not stale:
+            return self._base
+        return ({k: v for k, v in self._base[0].items() if k not in stale},
+                {k: v for k, v in self._base[1].items() if k not in stale})
+
     def _bind(self, inputs, exclude=()):
         user, unused = user_values(self.regime, inputs, self.known)
-        base = self._base if self._base is not None and self._free.issuperset(user) else None
+        base = None if self._base is None else self._base_for(set(user) | set(exclude))
         cfg = self.model.config if self.model is not None else None
         values, prov = bind(self.regime, cfg, user, exclude=exclude, base=base,
                             source=self.model.source if self.model else "")

@@ -229,8 +229,9 @@ class _DivideLast:
 
 class ExactPythonPrinter(_Renaming, PythonCodePrinter):
     """Pure Python, exact over ``int`` and ``Fraction`` arguments: rationals print as
-    ``Fraction(p, q)``, every quotient as ``Fraction(numerator, denominator)`` (never ``/``,
-    which would turn two ints into a float), integers stay ``int`` (fast arithmetic)."""
+    ``Fraction(p, q)``, every quotient as ``_q(numerator, denominator)`` (never ``/``, which
+    would turn two ints into a float): an ``int`` when it divides, else a ``Fraction``, so
+    integers stay ``int`` (fast arithmetic)."""
 
     def __init__(self, renames, settings=None):
         super().__init__(dict(settings or {}, fully_qualified_modules=True))
@@ -254,13 +255,13 @@ class ExactPythonPrinter(_Renaming, PythonCodePrinter):
         num = [x for x in num if x != 1]
         n = sympy.Mul(*num, evaluate=False) if len(num) > 1 else (num[0] if num else sympy.Integer(1))
         d = sympy.Mul(*den, evaluate=False) if len(den) > 1 else den[0]
-        return f"Fraction({self._print(n)}, {self._print(d)})"
+        return f"_q({self._print(n)}, {self._print(d)})"
 
     def _print_Pow(self, expr, rational=False):
         if not expr.exp.is_Integer:
             raise InputError(f"cannot compile {expr} exactly: only whole-number powers have exact values")
         if expr.exp < 0:
-            return f"Fraction(1, {self._print(expr.base ** -expr.exp)})"
+            return f"_q(1, {self._print(expr.base ** -expr.exp)})"
         return super()._print_Pow(expr, rational)
 
     def _print_Half(self, expr):
@@ -348,6 +349,15 @@ def python_module(p: Prepared, lib) -> str:
            "def _exact(value):",
            "    value = Fraction(value)",
            "    return value.numerator if value.denominator == 1 else value",
+           "",
+           "",
+           "def _q(n, d):",
+           "    \"\"\"n / d exactly: an int when d divides n, else a Fraction.\"\"\"",
+           "    if type(n) is int and type(d) is int:",
+           "        q, r = divmod(n, d)",
+           "        if not r:",
+           "            return q",
+           "    return Fraction(n, d)",
            ""]
     for e in p.entries:
         call = f"_{e.func}(" + ", ".join(f"_exact({ren[a]})" for a in p.args) + ")"
