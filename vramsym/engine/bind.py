@@ -144,8 +144,8 @@ def check_bounds(compiled, values, prov, changed=None) -> None:
             shown_b = b.numerator if b.denominator == 1 else b
             origin = "the input" if prov.get(n) == "input" else prov.get(n, "")
             word = "at most" if kind == "max" else "at least"
-            raise InputError(f"{_shown(n, m)} ({m['description']}) must be {word} {m[kind]['text']} = {shown_b}, "
-                             f"got {v} from {origin}")
+            bound = m[kind]["text"] if m[kind]["text"] == str(shown_b) else f"{m[kind]['text']} = {shown_b}"
+            raise InputError(f"{_shown(n, m)} ({m['description']}) must be {word} {bound}, got {v} from {origin}")
 
 
 class _Excluded(Exception):

@@ -13,6 +13,30 @@ from ..errors import SolveError
 SEARCH_LIMIT = 2**62
 
 
+def _monotone(seen: dict, name: str, grows: bool) -> None:
+    """Every probed total at least (``grows``) or at most the one before it, or SolveError."""
+    pts = sorted(seen.items())
+    for (x1, f1), (x2, f2) in zip(pts, pts[1:]):
+        if (f2 < f1) if grows else (f2 > f1):
+            if grows:
+                raise SolveError(f"the total decreases as {name} grows (it falls from {name}={x1} to {name}={x2}): "
+                                 f"it is not monotone, so no largest {name} is well defined")
+            raise SolveError(f"the total grows as {name} grows (from {name}={x1} to {name}={x2}): "
+                             f"it is not monotone, so no smallest {name} is well defined")
+
+
+def _narrow(at, capacity, fit: int, unfit: int) -> int:
+    """Bisect between a value that fits and one that does not (either order): the fitting value
+    next to the boundary."""
+    while abs(fit - unfit) > 1:
+        mid = (fit + unfit) // 2
+        if at(mid) <= capacity:
+            fit = mid
+        else:
+            unfit = mid
+    return fit
+
+
 def largest_fitting(total, capacity, lo: int = 1, hi=None, name: str = "x") -> int:
     """Largest integer ``v`` with ``lo <= v (<= hi)`` and ``total(v) <= capacity``.
 
@@ -25,11 +49,7 @@ def largest_fitting(total, capacity, lo: int = 1, hi=None, name: str = "x") -> i
         return seen[v]
 
     def monotone_so_far():
-        pts = sorted(seen.items())
-        for (x1, f1), (x2, f2) in zip(pts, pts[1:]):
-            if f2 < f1:
-                raise SolveError(f"the total decreases as {name} grows (it falls from {name}={x1} to {name}={x2}): "
-                                 f"it is not monotone, so no largest {name} is well defined")
+        _monotone(seen, name, grows=True)
 
     if at(lo) > capacity:
         raise AssertionError("caller must check the minimum first")
@@ -52,12 +72,7 @@ def largest_fitting(total, capacity, lo: int = 1, hi=None, name: str = "x") -> i
             if hi is not None and probe == hi:
                 return hi
             step *= 2
-    while bad - good > 1:
-        mid = (good + bad) // 2
-        if at(mid) <= capacity:
-            good = mid
-        else:
-            bad = mid
+    good = _narrow(at, capacity, good, bad)
     at(good + 1)
     monotone_so_far()
     return good
@@ -72,11 +87,7 @@ def smallest_fitting(total, capacity, lo: int = 1, limit: int = 2**20, name: str
     def at(v):
         if v not in seen:
             seen[v] = total(v)
-            pts = sorted(seen.items())
-            for (x1, f1), (x2, f2) in zip(pts, pts[1:]):
-                if f2 > f1:
-                    raise SolveError(f"the total grows as {name} grows (from {name}={x1} to {name}={x2}): "
-                                     f"it is not monotone, so no smallest {name} is well defined")
+            _monotone(seen, name, grows=False)
         return seen[v]
 
     if at(lo) <= capacity:
@@ -90,10 +101,4 @@ def smallest_fitting(total, capacity, lo: int = 1, limit: int = 2**20, name: str
         if probe == limit:
             return None
         bad, step = probe, step * 2
-    while good - bad > 1:
-        mid = (good + bad) // 2
-        if at(mid) <= capacity:
-            good = mid
-        else:
-            bad = mid
-    return good
+    return _narrow(at, capacity, good, bad)

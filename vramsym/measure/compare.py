@@ -74,6 +74,15 @@ def _term_bytes(est, name: str, library) -> int:
     return to_int_bytes(v)
 
 
+def _row_adder(rows: List[Dict]):
+    """``row(component, predicted, measured, note)`` appends a row with its relative error."""
+    def row(name, predicted, measured, note=""):
+        rel = (predicted - measured) / measured if measured else (0.0 if predicted == measured else None)
+        rows.append({"component": name, "predicted_bytes": int(predicted), "measured_bytes": int(measured),
+                     "relative_error": rel, "note": note})
+    return row
+
+
 def _comp(est, *names) -> int:
     return sum(c.bytes for c in est.components if c.name in names)
 
@@ -104,11 +113,7 @@ def compare(model, regime: str = "inference", options: Optional[Mapping[str, str
                                          "): vramsym does not model dropout masks, and on the CPU a dropout inside "
                                          "SDPA falls back to the math kernel, which a CUDA flash kernel avoids")
     rows: List[Dict] = []
-
-    def row(name, predicted, measured, note=""):
-        rel = (predicted - measured) / measured if measured else (0.0 if predicted == measured else None)
-        rows.append({"component": name, "predicted_bytes": int(predicted), "measured_bytes": int(measured),
-                     "relative_error": rel, "note": note})
+    row = _row_adder(rows)
 
     at_peak = m["categories_at_peak"]
     phases = m["per_phase_peak"]
@@ -166,11 +171,7 @@ def _compare_fsdp(model, est, regime: str, lay: dict, fake: bool) -> Dict:
                      checkpointing=opts["checkpointing"] == "full", fake=fake)
     cat = m["categories_at_peak"]
     rows: List[Dict] = []
-
-    def row(name, predicted, measured, note=""):
-        rel = (predicted - measured) / measured if measured else (0.0 if predicted == measured else None)
-        rows.append({"component": name, "predicted_bytes": int(predicted), "measured_bytes": int(measured),
-                     "relative_error": rel, "note": note})
+    row = _row_adder(rows)
     row("parameters", _comp(est, "weights_train"),
         cat.get("sharded_param", 0) + cat.get("unsharded_param", 0) + cat.get("all_gather", 0),
         "sharded, unsharded and all-gather buffers at the peak")
@@ -199,11 +200,7 @@ def _compare_tp(model, est, regime: str, lay: dict, fake: bool) -> Dict:
                                 attention=opts["attention"], fake=fake)
     cat = m["categories_at_peak"]
     rows: List[Dict] = []
-
-    def row(name, predicted, measured, note=""):
-        rel = (predicted - measured) / measured if measured else (0.0 if predicted == measured else None)
-        rows.append({"component": name, "predicted_bytes": int(predicted), "measured_bytes": int(measured),
-                     "relative_error": rel, "note": note})
+    row = _row_adder(rows)
     row("parameters", _comp(est, "weights_train"), cat.get("param", 0), "one tensor-parallel shard")
     row("optimizer_states", _comp(est, "optimizer_states", "master_weights"), cat.get("opt", 0))
     row("total (peak)", est.total_bytes, m["peak_bytes"], f"rank 0 of {lay['tp']}, fake process group")

@@ -50,6 +50,38 @@ def _untracked_sharding_propagation():
         ShardingPropagator._propagate_tensor_meta_non_cached = orig
 
 
+def _build(hf_cfg, dtype, attention: str):
+    """The model, its parameters created in ``dtype`` (``.to()`` cannot swap fake parameters)."""
+    import torch
+    from .hf_model import _from_config
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        return _from_config(hf_cfg, dtype, attention)
+    finally:
+        torch.set_default_dtype(old)
+
+
+def _peak_of_second_step(model, ids, opts, tracker) -> dict:
+    """Run two training steps under ``tracker`` (statistics reset after the first, when the
+    optimizer states exist); the peak's bytes by the tracker's kind, and ``total``."""
+    with tracker:
+        for step in range(2):
+            model(input_ids=ids, labels=ids).loss.backward()
+            for o in opts:
+                o.step()
+                o.zero_grad()
+            if step == 0:
+                tracker.reset_mod_stats()
+    by_kind = {}
+    for d in tracker.get_tracker_snapshot("peak").values():
+        for k, v in d.items():
+            name = str(k).split(".")[-1].lower()
+            by_kind[name] = by_kind.get(name, 0) + int(v)
+    by_kind.setdefault("total", sum(by_kind.values()))
+    return by_kind
+
+
 def measure_fsdp(config: dict, *, gpus: int, zero: int, batch: int, seq: int, precision: str = "mixed_bf16",
                  optimizer: str = "adamw", attention: str = "sdpa", checkpointing: bool = False,
                  fake: bool = True) -> dict:
@@ -58,7 +90,7 @@ def measure_fsdp(config: dict, *, gpus: int, zero: int, batch: int, seq: int, pr
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
     from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
-    from .hf_model import _build_hf_config, _from_config
+    from .hf_model import _build_hf_config
 
     if zero not in (2, 3):
         raise ValueError("FSDP2 shards parameters: --zero 2 (reshard_after_forward=False) or 3")
@@ -71,12 +103,7 @@ def measure_fsdp(config: dict, *, gpus: int, zero: int, batch: int, seq: int, pr
     mesh = init_device_mesh("cpu", (gpus,))          # outside fake mode: the mesh reads its ranks
     mode = FakeTensorMode() if fake else contextlib.nullcontext()
     with mode, _untracked_sharding_propagation():
-        old = torch.get_default_dtype()
-        torch.set_default_dtype(dtype)
-        try:
-            model = _from_config(hf_cfg, dtype, attention)
-        finally:
-            torch.set_default_dtype(old)
+        model = _build(hf_cfg, dtype, attention)
         if checkpointing:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         layers = model.model.layers
@@ -89,20 +116,8 @@ def measure_fsdp(config: dict, *, gpus: int, zero: int, batch: int, seq: int, pr
         ids = torch.randint(0, hf_cfg.vocab_size, (batch, seq))
         tracker = FSDPMemTracker(model, opt)
         tracker.track_inputs((ids,))
-        with tracker:
-            for step in range(2):
-                model(input_ids=ids, labels=ids).loss.backward()
-                opt.step()
-                opt.zero_grad()
-                if step == 0:
-                    tracker.reset_mod_stats()
-        peak = tracker.get_tracker_snapshot("peak")
-    by_kind = {}
-    for dev, d in peak.items():
-        for k, v in d.items():
-            name = str(k).split(".")[-1].lower()
-            by_kind[name] = by_kind.get(name, 0) + int(v)
-    total = by_kind.pop("total", sum(by_kind.values()))
+        by_kind = _peak_of_second_step(model, ids, [opt], tracker)
+    total = by_kind.pop("total")
     return {"peak_bytes": total, "categories_at_peak": by_kind, "gpus": gpus, "zero": zero, "precision": precision,
             "fake": fake}
 
@@ -125,7 +140,7 @@ def measure_tensor_parallel(config: dict, *, tp: int, batch: int, seq: int, prec
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import DTensor
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
-    from .hf_model import _build_hf_config, _from_config
+    from .hf_model import _build_hf_config
 
     if precision not in ("fp32", "bf16"):
         raise ValueError("tensor-parallel measurement runs fp32 or bf16 models")
@@ -136,12 +151,7 @@ def measure_tensor_parallel(config: dict, *, tp: int, batch: int, seq: int, prec
     plan = {k: ColwiseParallel() if v == "colwise" else RowwiseParallel() for k, v in TP_PLAN.items()}
     mode = FakeTensorMode() if fake else contextlib.nullcontext()
     with mode, _untracked_sharding_propagation():
-        old = torch.get_default_dtype()
-        torch.set_default_dtype(dtype)
-        try:
-            model = _from_config(hf_cfg, dtype, attention)
-        finally:
-            torch.set_default_dtype(old)
+        model = _build(hf_cfg, dtype, attention)
         for layer in model.model.layers:
             parallelize_module(layer, mesh, plan)
         model.train()
@@ -151,19 +161,6 @@ def measure_tensor_parallel(config: dict, *, tp: int, batch: int, seq: int, prec
         ids = torch.randint(0, hf_cfg.vocab_size, (batch, seq))
         tracker = MemTracker()
         tracker.track_external(model, *opts)
-        with tracker:
-            for step in range(2):
-                model(input_ids=ids, labels=ids).loss.backward()
-                for o in opts:
-                    o.step()
-                    o.zero_grad()
-                if step == 0:
-                    tracker.reset_mod_stats()
-        peak = tracker.get_tracker_snapshot("peak")
-    by_kind = {}
-    for dev, d in peak.items():
-        for k, v in d.items():
-            name = str(k).split(".")[-1].lower()
-            by_kind[name] = by_kind.get(name, 0) + int(v)
-    total = by_kind.pop("total", sum(by_kind.values()))
+        by_kind = _peak_of_second_step(model, ids, opts, tracker)
+    total = by_kind.pop("total")
     return {"peak_bytes": total, "categories_at_peak": by_kind, "tp": tp, "precision": precision, "fake": fake}

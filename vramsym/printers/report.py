@@ -60,21 +60,22 @@ def print_estimate(data: dict, unit: str | None, out, capacity: int | None = Non
     cols = ["GiB", "GB"] if unit is None else [unit]
     print(f"  {'component':<{w}}  {'formula':<{fw}}  {'bytes':>18}  " + "  ".join(f"{c:>10}" for c in cols)
           + "   share  description", file=out)
-    for r in [r for r in rows if not r.get("host")]:
-        d = r.get("definition", "")
-        d = d if len(d) <= fw else d[: fw - 3] + "..."
-        sizes = "  ".join(f"{fmt_bytes(r['bytes'], c).split()[0]:>10}" for c in cols)
-        print(f"  {r['name']:<{w}}  {d:<{fw}}  {r['bytes']:>18,}  {sizes}  {r['share'] * 100:5.1f}%  {r['description']}", file=out)
-    sizes = "  ".join(f"{fmt_bytes(data['total_bytes'], c).split()[0]:>10}" for c in cols)
-    print(f"  {'total':<{w}}  {'':<{fw}}  {data['total_bytes']:>18,}  {sizes}  100.0%", file=out)
+
+    def line(name, definition, n, share, description=""):
+        d = definition if len(definition) <= fw else definition[: fw - 3] + "..."
+        sizes = "  ".join(f"{fmt_bytes(n, c).split()[0]:>10}" for c in cols)
+        print(f"  {name:<{w}}  {d:<{fw}}  {n:>18,}  {sizes}  {share:>6}  {description}".rstrip(), file=out)
+
+    for r in rows:
+        if not r.get("host"):
+            line(r["name"], r.get("definition", ""), r["bytes"], f"{r['share'] * 100:5.1f}%", r["description"])
+    line("total", "", data["total_bytes"], "100.0%")
     host = [r for r in rows if r.get("host")]
     if host and data["host_bytes"]:
         print("host (CPU) memory of each GPU's process, not in the GPU total:", file=out)
-        for r in host + [{"name": "host total", "bytes": data["host_bytes"], "definition": "", "description": ""}]:
-            d = r.get("definition", "")
-            d = d if len(d) <= fw else d[: fw - 3] + "..."
-            sizes = "  ".join(f"{fmt_bytes(r['bytes'], c).split()[0]:>10}" for c in cols)
-            print(f"  {r['name']:<{w}}  {d:<{fw}}  {r['bytes']:>18,}  {sizes}          {r['description']}", file=out)
+        for r in host:
+            line(r["name"], r.get("definition", ""), r["bytes"], "", r["description"])
+        line("host total", "", data["host_bytes"], "")
     if capacity is not None:
         head = capacity - data["total_bytes"]
         verdict = "fits" if head >= 0 else "does NOT fit"
