@@ -78,3 +78,48 @@ def test_moe_runs_for_real_and_counts_exactly():
     rows = {r["component"]: r for r in res["rows"]}
     assert rows["parameters"]["predicted_bytes"] == rows["parameters"]["measured_bytes"]
     assert rows["gradients"]["predicted_bytes"] == rows["gradients"]["measured_bytes"]
+
+
+# ---- effects issue 11 added, each pinned against a measurement (tiny configs, fake tensors) ----
+TINY_PHI3 = {"model_type": "phi3", "hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 2,
+             "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 300, "tie_word_embeddings": False,
+             "max_position_embeddings": 512, "pad_token_id": 0, "resid_pdrop": 0.1, "attention_dropout": 0.1}
+
+
+def _activations(res):
+    return next(r for r in res["rows"] if r["component"] == "activations")
+
+
+@pytest.mark.parametrize("precision", ["fp32", "mixed_bf16", "bf16"])
+def test_dropout_masks_as_configured_match_pytorch(precision):
+    """GPT-2's attn/resid/embd dropout (0.1): the saved activations with dropout as configured and
+    with --dropout off both equal what PyTorch keeps (bool masks of the fused dropout kernel)."""
+    model = _spec(TINY["gpt2"], "tiny-gpt2", "tests/test_accuracy.py")
+    diffs = []
+    for dropout in ("config", "off"):
+        res = compare(model, "train", {"precision": precision, "attention": "eager", "dropout": dropout},
+                      {"batch": 2, "seq": 64}, fake=True)
+        act = _activations(res)
+        diffs.append(act["measured_bytes"])
+        assert abs(act["predicted_bytes"] - act["measured_bytes"]) <= 0.005 * act["measured_bytes"], act
+    assert diffs[0] > diffs[1]     # the masks are really there in the measurement
+
+
+@pytest.mark.parametrize("precision,attention", [("fp32", "sdpa"), ("bf16", "sdpa"), ("mixed_bf16", "sdpa"),
+                                                 ("fp32", "eager"), ("mixed_bf16", "eager")])
+def test_fused_projections_and_residual_dropout_of_phi3_are_exact(precision, attention):
+    """Phi-3: fused qkv_proj / gate_up_proj (views keep the fused output alive, one autocast copy each)
+    and two residual dropouts per layer, attention dropout on eager scores."""
+    model = _spec(TINY_PHI3, "tiny-phi3", "tests/test_accuracy.py")
+    res = compare(model, "train", {"precision": precision, "attention": attention}, {"batch": 2, "seq": 64}, fake=True)
+    act = _activations(res)
+    assert abs(act["predicted_bytes"] - act["measured_bytes"]) <= 16, act
+
+
+def test_attention_dropout_on_eager_scores_of_llama_is_exact():
+    cfg = dict(TINY["llama"], attention_dropout=0.1)
+    model = _spec(cfg, "tiny-llama", "tests/test_accuracy.py")
+    for precision in ("fp32", "bf16"):
+        res = compare(model, "train", {"precision": precision, "attention": "eager"}, {"batch": 2, "seq": 64}, fake=True)
+        act = _activations(res)
+        assert abs(act["predicted_bytes"] - act["measured_bytes"]) <= 16, act

@@ -181,8 +181,8 @@ def cmd_estimate(args, voc):
     capacity = vramsym.resolve_capacity(args.gpu)[0] if args.gpu else None
     r = vramsym.compile(model, args.regime, opts, formulas=args.formulas, vocabulary=voc)
     _warn_unused(r, inputs, args)
-    if capacity is not None and r.regime.symbol("capacity"):
-        inputs.setdefault("capacity", capacity)
+    if capacity is not None:
+        inputs = r.with_gpu(inputs, args.gpu)
     data = estimate_data(r.evaluate(inputs))
     heur = [n for n, reg in voc.iface["regimes"].items()       # rules of thumb labelled beside this regime
             if "heuristic" in reg["labels"] and f"beside_{args.regime}" in reg["labels"]]
@@ -213,7 +213,7 @@ def cmd_solve(args, voc):
     _warn_unused(r, inputs, args)
     if args.target in ("min_gpus", "gpus"):
         return _solve_min_gpus(args, r, capacity, cap_desc, inputs)
-    sol = r.solve(args.target, capacity, inputs)
+    sol = r.solve(args.target, capacity, r.with_gpu(inputs, args.gpu))
     data = solution_data(sol, cap_desc)
     if args.json:
         _print_json({k: v for k, v in data.items() if k != "capacity_description"})

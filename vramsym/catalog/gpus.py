@@ -10,12 +10,13 @@ from .paths import formulas_path, read_text
 
 
 class GPU:
-    __slots__ = ("name", "memory_mib", "marketed", "vendor", "kind", "source", "aliases")
+    __slots__ = ("name", "memory_mib", "marketed", "vendor", "kind", "source", "aliases", "inputs")
 
     def __init__(self, name: str, memory_mib: int, marketed: str, vendor: str, kind: str, source: str,
-                 aliases: tuple[str, ...] = ()):
+                 aliases: tuple[str, ...] = (), inputs=None):
         self.name, self.memory_mib, self.marketed, self.vendor = name, memory_mib, marketed, vendor
         self.kind, self.source, self.aliases = kind, source, tuple(aliases)
+        self.inputs = dict(inputs or {})   # formula inputs (by alias) this card fixes, e.g. cuda_total
 
     @property
     def capacity_bytes(self) -> int:
@@ -29,7 +30,7 @@ def _norm(s: str) -> str:
 def catalog() -> list[GPU]:
     data = json.loads(read_text(formulas_path() + "/gpus.json"))
     return [GPU(g["name"], int(g["memory_mib"]), g.get("marketed", ""), g.get("vendor", ""),
-                g.get("kind", ""), g.get("memory_mib_source", ""), tuple(g.get("aliases", ())))
+                g.get("kind", ""), g.get("memory_mib_source", ""), tuple(g.get("aliases", ())), g.get("inputs"))
             for g in data["gpus"]]
 
 
@@ -66,3 +67,15 @@ def resolve_capacity(text: str) -> tuple[int, str]:
                              f"{t}GiB (2^30 bytes), or a GPU name (`vramsym gpus`)") from None
         raise
     return g.capacity_bytes, f"{g.name} ({g.memory_mib:,} MiB as reported by the driver)"
+
+
+def gpu_inputs(text) -> dict:
+    """The formula inputs a named GPU fixes (``inputs`` in gpus.json, e.g. ``cuda_total``); {} for a size."""
+    t = str(text).strip()
+    try:
+        resolved = resolve_capacity(t)
+    except InputError:
+        return {}
+    if resolved[1] == t:   # a size such as 80GB
+        return {}
+    return dict(find_gpu(t).inputs)

@@ -198,13 +198,28 @@ class Compiled:
         """The inputs that this regime does not read (a flag it ignores)."""
         return user_values(self.regime, inputs, self.known)[1]
 
+    def with_gpu(self, inputs, gpu) -> dict:
+        """``inputs`` plus what the GPU fixes for the symbols this regime reads and the user did not
+        give: ``capacity`` (vLLM's reserve, heuristics) and, for a named card, its catalog inputs
+        (gpus.json ``inputs``: ``cuda_total``, ...).  ``gpu``: bytes as an int, a size or a GPU name."""
+        from ..catalog.gpus import gpu_inputs, resolve_capacity
+        inputs = dict(inputs or {})
+        named = {} if isinstance(gpu, int) else gpu_inputs(gpu)
+        capacity = gpu if isinstance(gpu, int) else resolve_capacity(gpu)[0]
+        for alias, value in (("capacity", capacity), *named.items()):
+            sym = self.regime.symbol(alias)
+            if sym is not None and alias not in inputs and sym not in inputs:
+                inputs[alias] = value
+        return inputs
+
     def solve(self, variable: str, capacity, inputs=None, **kw) -> Solution:
         """The largest integer ``variable`` (``batch``, ``max_seq``, any integer symbol) whose
         total fits ``capacity`` (bytes as an int, '24GB', '24GiB' or a GPU name)."""
+        inputs = dict(inputs or {}, **kw)
         if not isinstance(capacity, int) or isinstance(capacity, bool):
+            inputs = self.with_gpu(inputs, capacity)
             from ..catalog.gpus import resolve_capacity
             capacity, _ = resolve_capacity(capacity)
-        inputs = dict(inputs or {}, **kw)
         c = self.regime
         var = variable[4:] if variable.startswith("max_") else variable
         name = c.symbol(var)
@@ -224,9 +239,7 @@ class Compiled:
         if name not in c.args:
             raise SolveError(f"the {c.regime} total does not depend on {alias} ({m['description']}): "
                              f"there is nothing to solve")
-        cap = c.symbol("capacity")
-        if cap is not None and "capacity" not in inputs and cap not in inputs:
-            inputs["capacity"] = capacity   # regimes that scale with the GPU (vLLM's reserve, heuristics)
+        inputs = self.with_gpu(inputs, capacity)
         values, prov, _ = self._bind(inputs, exclude=(name,))
         lo = 1 if m["domain"] == "posint" else 0
         if any(n not in values for n in self._readers({name})):

@@ -62,6 +62,17 @@ def measure_args(est, regime: str, fake: bool, decode_steps: int) -> Dict:
                      f"'{regime}' needs hardware or libraries this machine does not have")
 
 
+def _config_for(model, opts) -> Dict:
+    """The model's config as the job runs it: dropout rates as configured (what ``model.train()`` uses),
+    or all zero with ``--dropout off``."""
+    cfg = dict(model.raw_config or model.config)
+    if opts.get("dropout") == "off":
+        for k, v in list(cfg.items()):
+            if ("dropout" in k or "pdrop" in k) and isinstance(v, (int, float)) and not isinstance(v, bool) and v:
+                cfg[k] = 0.0
+    return cfg
+
+
 def _term_bytes(est, name: str, library) -> int:
     """A term that is not a component (its value at the estimate's binding), from the composition."""
     import sympy
@@ -103,15 +114,10 @@ def compare(model, regime: str = "inference", options: Optional[Mapping[str, str
         return _compare_fsdp(model, est, regime, lay, fake)
     args = measure_args(est, regime, fake, decode_steps)
     backend = _backend()
-    cfg = dict(model.raw_config or model.config)
-    dropped = sorted(k for k, v in cfg.items() if ("dropout" in k or "pdrop" in k) and isinstance(v, (int, float)) and v)
-    for k in dropped:  # vramsym models dropout-free fine-tuning (Llama-family configs have 0.0)
-        cfg[k] = 0.0
+    cfg = _config_for(model, opts)
     m = backend.measure(cfg, **args)
-    if dropped:
-        m.setdefault("notes", []).append("dropout set to 0 for the measurement (" + ", ".join(dropped) +
-                                         "): vramsym does not model dropout masks, and on the CPU a dropout inside "
-                                         "SDPA falls back to the math kernel, which a CUDA flash kernel avoids")
+    if opts.get("dropout") == "off":
+        m.setdefault("notes", []).append("--dropout off: every dropout rate of the config set to 0 for the measurement")
     rows: List[Dict] = []
     row = _row_adder(rows)
 
@@ -161,10 +167,7 @@ def _compare_fsdp(model, est, regime: str, lay: dict, fake: bool) -> Dict:
                          "--optimizer adamw|adamw-fused and --checkpointing none|full")
     _backend()
     from .distributed import measure_fsdp
-    cfg = dict(model.raw_config or model.config)
-    for k, v in list(cfg.items()):
-        if ("dropout" in k or "pdrop" in k) and isinstance(v, (int, float)) and v:
-            cfg[k] = 0.0
+    cfg = _config_for(model, opts)
     b, s = int(est.binding.values["b"]), int(est.binding.values["s"])
     m = measure_fsdp(cfg, gpus=lay["gpus"], zero=lay["zero"], batch=b, seq=s, precision=opts["precision"],
                      optimizer=opts["optimizer"], attention=opts["attention"],
@@ -194,7 +197,7 @@ def _compare_tp(model, est, regime: str, lay: dict, fake: bool) -> Dict:
                          "PyTorch's fake process group)")
     _backend()
     from .distributed import measure_tensor_parallel
-    cfg = dict(model.raw_config or model.config)
+    cfg = _config_for(model, opts)
     b, s = int(est.binding.values["b"]), int(est.binding.values["s"])
     m = measure_tensor_parallel(cfg, tp=lay["tp"], batch=b, seq=s, precision=opts["precision"],
                                 attention=opts["attention"], fake=fake)

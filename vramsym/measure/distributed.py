@@ -90,7 +90,7 @@ def measure_fsdp(config: dict, *, gpus: int, zero: int, batch: int, seq: int, pr
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
     from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
-    from .hf_model import _build_hf_config
+    from .hf_model import _build_hf_config, _cuda_kernel_patches
 
     if zero not in (2, 3):
         raise ValueError("FSDP2 shards parameters: --zero 2 (reshard_after_forward=False) or 3")
@@ -102,7 +102,7 @@ def measure_fsdp(config: dict, *, gpus: int, zero: int, batch: int, seq: int, pr
     from torch.distributed.device_mesh import init_device_mesh
     mesh = init_device_mesh("cpu", (gpus,))          # outside fake mode: the mesh reads its ranks
     mode = FakeTensorMode() if fake else contextlib.nullcontext()
-    with mode, _untracked_sharding_propagation():
+    with mode, _untracked_sharding_propagation(), _cuda_kernel_patches():
         model = _build(hf_cfg, dtype, attention)
         if checkpointing:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
@@ -140,7 +140,7 @@ def measure_tensor_parallel(config: dict, *, tp: int, batch: int, seq: int, prec
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import DTensor
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
-    from .hf_model import _build_hf_config
+    from .hf_model import _build_hf_config, _cuda_kernel_patches
 
     if precision not in ("fp32", "bf16"):
         raise ValueError("tensor-parallel measurement runs fp32 or bf16 models")
@@ -150,7 +150,7 @@ def measure_tensor_parallel(config: dict, *, tp: int, batch: int, seq: int, prec
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     plan = {k: ColwiseParallel() if v == "colwise" else RowwiseParallel() for k, v in TP_PLAN.items()}
     mode = FakeTensorMode() if fake else contextlib.nullcontext()
-    with mode, _untracked_sharding_propagation():
+    with mode, _untracked_sharding_propagation(), _cuda_kernel_patches():
         model = _build(hf_cfg, dtype, attention)
         for layer in model.model.layers:
             parallelize_module(layer, mesh, plan)

@@ -81,6 +81,44 @@ def _hf_fake_patches(active: bool):
         mu.find_packed_sequence_indices = orig
 
 
+@contextlib.contextmanager
+def _cuda_kernel_patches():
+    """Run dropout the way the CUDA kernels that users train on run it.
+
+    * ``F.dropout`` in training: CUDA dispatches to the fused ``native_dropout``, which saves a
+      bool mask (1 byte per element); the CPU's composite path instead saves a noise tensor in
+      the input's dtype (2-4 bytes).  We call ``torch.native_dropout`` (it has a CPU kernel too).
+    * ``F.scaled_dot_product_attention`` with ``dropout_p > 0``: the CUDA flash and
+      memory-efficient kernels apply dropout inside the kernel and save only the Philox seed and
+      offset; on the CPU a non-zero dropout makes SDPA fall back to the math kernel, which
+      materialises the b x n x s x s scores.  We pass ``dropout_p=0`` (same saved tensors as CUDA).
+    """
+    import torch
+    import torch.nn.functional as F
+
+    orig_dropout, orig_sdpa = F.dropout, F.scaled_dot_product_attention
+
+    def dropout(input, p=0.5, training=True, inplace=False):
+        if not training or p == 0.0:
+            return input
+        if p == 1.0:
+            return orig_dropout(input, p, training, inplace)
+        return torch.native_dropout(input, p, True)[0]
+
+    def sdpa(*args, **kwargs):
+        if len(args) > 4:
+            args = args[:4] + (0.0,) + args[5:]
+        elif "dropout_p" in kwargs:
+            kwargs["dropout_p"] = 0.0
+        return orig_sdpa(*args, **kwargs)
+
+    F.dropout, F.scaled_dot_product_attention = dropout, sdpa
+    try:
+        yield
+    finally:
+        F.dropout, F.scaled_dot_product_attention = orig_dropout, orig_sdpa
+
+
 def _cache_kwarg(model) -> str:
     """transformers >= 5.x calls the cache argument ``cache``; older versions ``past_key_values``."""
     import inspect

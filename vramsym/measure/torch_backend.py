@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 
-from .hf_model import MOE_KEYS, _build_hf_config, _dtype, _from_config, _hf_fake_patches, _is_moe
+from .hf_model import MOE_KEYS, _build_hf_config, _cuda_kernel_patches, _dtype, _from_config, _hf_fake_patches, _is_moe
 from .workloads import _measure_inference, _measure_train
 
 __all__ = ["measure", "MOE_KEYS"]
@@ -114,7 +114,7 @@ def measure(config: dict, *, mode: str,
         old_overwrite = torch.__future__.get_overwrite_module_params_on_conversion()
         torch.__future__.set_overwrite_module_params_on_conversion(True)
         try:
-            with mode_ctx, _hf_fake_patches(use_fake):
+            with mode_ctx, _hf_fake_patches(use_fake), _cuda_kernel_patches():
                 if mode == "train":
                     return _measure_train(hf_cfg, batch=batch, seq=seq, precision=precision,
                                           optimizer=optimizer, attention=attention,
