@@ -123,3 +123,30 @@ def test_attention_dropout_on_eager_scores_of_llama_is_exact():
         res = compare(model, "train", {"precision": precision, "attention": "eager"}, {"batch": 2, "seq": 64}, fake=True)
         act = _activations(res)
         assert abs(act["predicted_bytes"] - act["measured_bytes"]) <= 16, act
+
+
+@pytest.mark.parametrize("layers", [0, 1, 2])
+@pytest.mark.parametrize("options", [{"precision": "fp32"}, {"precision": "mixed_bf16", "attention": "eager"}])
+def test_partial_checkpointing_matches_pytorch(layers, options):
+    """--checkpointing full --checkpoint-layers k: the bottom k of 4 layers checkpointed (the harness
+    sets gradient_checkpointing on those layers only)."""
+    cfg = dict(TINY["llama"], num_hidden_layers=4)
+    model = _spec(cfg, "tiny-llama-4", "tests/test_accuracy.py")
+    res = compare(model, "train", dict(options, checkpointing="full"),
+                  {"batch": 2, "seq": 64, "checkpoint_layers": layers}, fake=True)
+    assert res["measure_args"].get("checkpoint_layers") == layers
+    total = next(r for r in res["rows"] if r["component"] == "total (peak)")
+    assert abs(total["relative_error"]) <= 0.01, res["rows"]
+
+
+def test_checkpoint_ratio_picks_the_layer_count():
+    import vramsym
+    model = vramsym.load_model("llama-3.2-1b")      # 16 layers
+    half = vramsym.estimate(model, "train", {"checkpointing": "full"}, {"batch": 1, "seq": 512, "checkpoint_ratio": "0.5"})
+    eight = vramsym.estimate(model, "train", {"checkpointing": "full"}, {"batch": 1, "seq": 512, "checkpoint_layers": 8})
+    none = vramsym.estimate(model, "train", {"checkpointing": "none"}, {"batch": 1, "seq": 512})
+    full = vramsym.estimate(model, "train", {"checkpointing": "full"}, {"batch": 1, "seq": 512})
+    act = {n: next(c.bytes for c in e.components if c.name == "activations")
+           for n, e in (("half", half), ("eight", eight), ("none", none), ("full", full))}
+    assert act["half"] == act["eight"]
+    assert act["full"] < act["half"] < act["none"]

@@ -56,8 +56,12 @@ def measure_args(est, regime: str, fake: bool, decode_steps: int) -> Dict:
             if est.binding.values.get("qkv_fused") == 1 and opts["lora_targets"] != "all_linear":
                 targets = ["attn.c_attn"] if opts["lora_targets"] == "qv" else ["attn.c_attn", "attn.c_proj"]
             lora = {"r": int(est.binding.values["r"]), "alpha": 16, "target_modules": targets}
-        return dict(mode="train", batch=b, seq=s, precision=prec, optimizer=opt, attention=opts["attention"],
+        args = dict(mode="train", batch=b, seq=s, precision=prec, optimizer=opt, attention=opts["attention"],
                     checkpointing=opts["checkpointing"] == "full", lora=lora, fake=fake)
+        k, layers = est.binding.values.get("L_ck"), est.binding.values.get("L")
+        if args["checkpointing"] and k is not None and k != layers:
+            args["checkpoint_layers"] = int(k)
+        return args
     raise InputError(f"measure supports the regimes {', '.join(INFER_REGIMES + TRAIN_REGIMES)}; "
                      f"'{regime}' needs hardware or libraries this machine does not have")
 

@@ -182,11 +182,13 @@ def _materialize_meta_as_fake(model) -> None:
                 setattr(mod, name, conv(val))
 
 
-def _build_model(hf_cfg, dtype, attention: str, *, lora: dict | None, checkpointing: bool):
+def _build_model(hf_cfg, dtype, attention: str, *, lora: dict | None, checkpointing: bool,
+                 checkpoint_layers: int | None = None):
     """Build the (optionally LoRA-wrapped) model.  Under FakeTensorMode it is built on the meta
     device first (fast, and peft skips its ``.to()`` moves there: ``Module.to`` on fake parameters
     fails in torch 2.13 because ``swap_tensors`` refuses tensors with weakrefs) and then every
-    tensor is replaced by a fake CPU tensor."""
+    tensor is replaced by a fake CPU tensor.  ``checkpoint_layers``: with checkpointing, only the
+    bottom k decoder layers are checkpointed (partial checkpointing); None: all of them."""
     import torch
     from torch._guards import active_fake_mode
 
@@ -199,6 +201,11 @@ def _build_model(hf_cfg, dtype, attention: str, *, lora: dict | None, checkpoint
         model = _from_config(hf_cfg, dtype, attention)
     if checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        if checkpoint_layers is not None:
+            from transformers.modeling_layers import GradientCheckpointingLayer
+            layers = [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
+            for layer in layers[checkpoint_layers:]:
+                layer.gradient_checkpointing = False
     if lora:
         if fake:
             with torch.device("meta"):

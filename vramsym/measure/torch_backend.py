@@ -54,6 +54,7 @@ def measure(config: dict, *, mode: str,
             decode_steps: int = 4,
             fake: bool = True,
             logits_to_keep: int = 0,
+            checkpoint_layers: int | None = None,
             ) -> dict:
     """Measure the tensor memory of one training step or one prefill+decode run.
 
@@ -67,6 +68,7 @@ def measure(config: dict, *, mode: str,
         ``sgd_momentum`` (momentum 0.9, foreach).
     attention: ``eager`` or ``sdpa``.
     checkpointing: HF ``gradient_checkpointing_enable(use_reentrant=False)``.
+    checkpoint_layers: with checkpointing, checkpoint only the bottom k decoder layers (partial).
     lora: peft LoRA settings, e.g. ``{"r": 8, "alpha": 16, "target_modules": ["q_proj", "v_proj"]}``
         or ``"all-linear"``; optional ``"dropout"``.  Base weights are frozen.
     decode_steps: inference only: greedy single-token steps after the prefill, reusing the KV cache.
@@ -118,7 +120,8 @@ def measure(config: dict, *, mode: str,
                 if mode == "train":
                     return _measure_train(hf_cfg, batch=batch, seq=seq, precision=precision,
                                           optimizer=optimizer, attention=attention,
-                                          checkpointing=checkpointing, lora=lora)
+                                          checkpointing=checkpointing, lora=lora,
+                                          checkpoint_layers=checkpoint_layers)
                 return _measure_inference(hf_cfg, batch=batch, seq=seq, precision=precision,
                                           attention=attention, lora=lora,
                                           decode_steps=decode_steps,

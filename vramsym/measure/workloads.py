@@ -26,11 +26,13 @@ def _make_optimizer(name: str, params):
     raise ValueError(name)
 
 
-def _measure_train(hf_cfg, *, batch, seq, precision, optimizer, attention, checkpointing, lora):
+def _measure_train(hf_cfg, *, batch, seq, precision, optimizer, attention, checkpointing, lora,
+                   checkpoint_layers=None):
     import torch
 
     param_dtype = torch.bfloat16 if precision == "bf16" else torch.float32
-    model = _build_model(hf_cfg, param_dtype, attention, lora=lora, checkpointing=checkpointing)
+    model = _build_model(hf_cfg, param_dtype, attention, lora=lora, checkpointing=checkpointing,
+                         checkpoint_layers=checkpoint_layers)
     model.train()
     total, trainable, by_dtype = _param_counts(model)
     params = [p for p in model.parameters() if p.requires_grad]
