@@ -94,3 +94,40 @@ regime r "r" { add m }
     r = compile_regime(None, "r", library=lib)
     sol = r.solve("width", 3000)
     assert sol.value == 1000 and sol.total_bytes == 3000     # (1000 + 500) * 2
+
+
+def test_ranges_bracket_the_point_and_bound_high_solves_for_the_worst_case():
+    """Run-time ranges (formulas/inference.vram: cuda_ctx 200 MB..2 GB, frag 0..1/4, seed article 2
+    section 6.2) give low <= point <= high; --bound high solves with them at their high end."""
+    import vramsym
+    m = vramsym.load_model("llama-3.1-8b")
+    r = vramsym.compile(m, "inference")
+    est = r.evaluate(batch=1, seq=4096)
+    assert est.low_bytes < est.total_bytes < est.high_bytes
+    tensors = est.total_bytes - est.component("runtime_overhead").bytes
+    assert est.low_bytes == tensors + 200_000_000
+    assert est.high_bytes == (tensors + 2_000_000_000) * 5 // 4
+    point = r.solve("batch", "24GB", seq=4096)
+    worst = r.solve("batch", "24GB", r.at_bound({"seq": 4096}, "high"))
+    assert worst.value < point.value
+    assert worst.estimate.total_bytes <= 24 * 10**9 < r.evaluate(r.at_bound({"batch": worst.value + 1, "seq": 4096}, "high")).total_bytes
+    # a value the user gives is not a range any more
+    given = r.evaluate(batch=1, seq=4096, cuda_ctx=300 * 2**20)
+    assert given.low_bytes == given.total_bytes                       # frag's low end is its point, 0
+    assert given.high_bytes == -(-given.total_bytes * 5 // 4)        # only the allocator slack moves
+
+
+def test_estimate_json_has_low_and_high_and_the_worst_case_verdict():
+    from helpers import run_cli
+    import json
+    rc, out, err = run_cli(["estimate", "--model", "llama-3.1-8b", "--batch", "1", "--seq", "4096", "--gpu", "24GB", "--json"])
+    assert rc == 0, err
+    d = json.loads(out)
+    assert d["low_bytes"] <= d["total_bytes"] <= d["high_bytes"]
+    assert set(d["ranges"]) == {"cuda_ctx", "frag"}
+    assert d["fits_worst_case"] == (d["high_bytes"] <= d["capacity_bytes"])
+    rc, out, err = run_cli(["solve", "max_batch", "--model", "llama-3.1-8b", "--seq", "4096", "--gpu", "24GB", "--bound", "high", "--json"])
+    assert rc == 0, err
+    assert json.loads(out)["value"] >= 1
+    rc, out, err = run_cli(["solve", "max_batch", "--model", "llama-3.1-8b", "--seq", "4096", "--gpu", "24GB", "--bound", "worst"])
+    assert rc != 0 and "Traceback" not in err

@@ -36,8 +36,9 @@ COMMANDS = [
       "vramsym estimate --model qwen2.5-7b --regime qlora --lora-rank 16 --checkpointing full --batch 4 --seq 2048",
       "vramsym estimate --model mistral-7b-v0.1 --regime train --precision mixed-bf16 --batch 1 --seq 1024 --json"]),
     ("solve", "largest batch / sequence / rank that fits a capacity, or the fewest GPUs (min_gpus)",
-     ("target", "model", "regime", "inputs", "options", "gpu", "output"),
+     ("target", "model", "regime", "inputs", "options", "gpu", "bound", "output"),
      ["vramsym solve max_batch --model llama-3.1-8b --seq 4096 --gpu 24GB",
+      "vramsym solve max_batch --model llama-3.1-8b --seq 4096 --gpu 24GB --bound high",
       "vramsym solve min_gpus --model llama-3.1-70b --regime train --precision mixed-bf16 --gpu h100-sxm-80gb --batch 1 --seq 4096",
       "vramsym solve max_seq --model qwen2.5-7b --batch 4 --gpu rtx-4090 --kv-dtype fp8",
       "vramsym solve max_batch --model llama-3.1-8b --seq 8192 --regime vllm --gpu h100-sxm-80gb"]),
@@ -78,6 +79,9 @@ STATIC_GROUPS = {
     "formulas": [Flag("--formulas", "append", metavar="PATH", help="extra formula file or folder (repeatable)")],
     "target": [Flag("target", "positional", required=True, metavar="TARGET",
                     help="max_batch, max_seq, max_lora_rank or max_<any integer symbol>")],
+    "bound": [Flag("--bound", choices=["point", "high", "low"], default="point",
+                   help="solve at the point figure (default) or with the run-time ranges (CUDA context, allocator "
+                        "slack) at their high (worst case) or low end")],
     "fit_inputs": [Flag("--batch", default="1", help="batch size (default 1)"),
                    Flag("--seq", default="2048", help="sequence length (default 2048)")],
     "derive": [Flag("--format", choices=["markdown", "latex"], default="markdown", help="output format"),
@@ -213,7 +217,7 @@ def cmd_solve(args, voc):
     _warn_unused(r, inputs, args)
     if args.target in ("min_gpus", "gpus"):
         return _solve_min_gpus(args, r, capacity, cap_desc, inputs)
-    sol = r.solve(args.target, capacity, r.with_gpu(inputs, args.gpu))
+    sol = r.solve(args.target, capacity, r.at_bound(r.with_gpu(inputs, args.gpu), args.bound))
     data = solution_data(sol, cap_desc)
     if args.json:
         _print_json({k: v for k, v in data.items() if k != "capacity_description"})

@@ -40,11 +40,14 @@ def compile_regime(lib, composed) -> dict:
                 symbols[n][kind] = {"args": list(b[kind][0]), "text": str(b[kind][1])}
         if "divides" in b:
             symbols[n]["divides"] = b["divides"]
+        if d.low is not None:
+            symbols[n]["range"] = [str(_constant(lib, composed, d.low)), str(_constant(lib, composed, d.high))]
     funcs = {e.key: "_" + e.func for e in prep.entries}
     comps = []
     for c in composed.components:
         t = lib.terms[c]
-        comps.append({"name": c, "func": funcs[c], "description": t.description, "unit": lib.units.get(c, "byte"),
+        comps.append({"name": c, "func": funcs[c], "description": t.description,
+                      "unit": "byte" if t.share else lib.units.get(c, "byte"),
                       "signed": bool(t.signed), "host": bool(t.host),
                       "sources": list(t.sources), "definition": str(composed.definitions[c]),
                       "formula": str(composed.expanded[c])})
@@ -58,13 +61,20 @@ def compile_regime(lib, composed) -> dict:
             "params": funcs.get("P"), "code": code}
 
 
+def _constant(lib, composed, expr) -> Fraction:
+    """A constant of the formula files (a run-time range's end) as an exact Fraction."""
+    from ..lang.build import to_sympy
+    x = to_sympy(expr, lambda s: composed.symbols[s], dict(composed.options))
+    return Fraction(str(x))
+
+
 class CompiledRegime:
     """A regime compiled to exact arithmetic: ``total(values)`` and ``components(values)``
     over a dict of exact values (``int`` or ``Fraction``) for ``args``."""
 
     __slots__ = ("data", "regime", "description", "options", "used_options", "symbols", "args",
                  "components", "overridden", "_total", "_parts", "_params", "defaults", "code_object", "_alias",
-                 "bounds", "checks")
+                 "bounds", "checks", "ranges")
 
     def __init__(self, data: dict):
         if data.get("format") != FORMAT:
@@ -95,6 +105,9 @@ class CompiledRegime:
         self.defaults = {n: ns["_default_" + n] for n, m in self.symbols.items() if m["default"] is not None}
         self.bounds = {(n, k): ns[f"_{k}_{n}"] for n, m in self.symbols.items() for k in ("max", "min") if k in m}
         self._alias = {m["alias"]: n for n, m in self.symbols.items() if m["alias"]}
+        # run-time ranges (low, high) around the defaults of symbols such as the CUDA context
+        self.ranges = {n: (Fraction(m["range"][0]), Fraction(m["range"][1]))
+                       for n, m in self.symbols.items() if m.get("range")}
         # every declared bound as (symbol, kind, the symbols it reads): what binding checks
         self.checks = tuple((n, k, frozenset([n, *m[k]["args"]]), None) for n, m in self.symbols.items()
                             for k in ("max", "min") if k in m)

@@ -116,6 +116,13 @@ def compose(lib: Library, name: str, options: Mapping[str, str] = (),
 
     for n in definitions:
         expand(n)
+    # a `share` component is a fraction of the regime's other GPU components (e.g. allocator slack)
+    shares = [c for c in components if c in lib.terms and lib.terms[c].share]
+    if shares:
+        rest = sympy.Add(*[expanded[c] for c in components
+                           if c not in shares and not (c in lib.terms and lib.terms[c].host)])
+        for c in shares:
+            expanded[c] = expanded[c] * rest
     top = chain[-1]
     return Composed(regime=name, description=top.description, chain=tuple(r.name for r in chain),
                     options=tuple(sorted(opts.items())), components=tuple(components),

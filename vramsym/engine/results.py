@@ -66,6 +66,19 @@ class Estimate:
                 negative(self)
         return self._components
 
+    def at_bound(self, which: str) -> int:
+        """The total with every run-time range this estimate took by default (CUDA context,
+        allocator slack, ...) at its ``low`` or ``high`` end; the point total when there is none."""
+        values, prov = self.binding.values, self.binding.provenance
+        moved = {n: r[0 if which == "low" else 1] for n, r in self.compiled.ranges.items()
+                 if n in values and prov.get(n) != "input"}
+        if not moved:
+            return self.total_bytes
+        return to_int_bytes(self.compiled.total(dict(values, **moved)))
+
+    low_bytes = property(lambda self: self.at_bound("low"))
+    high_bytes = property(lambda self: self.at_bound("high"))
+
     @property
     def host_bytes(self) -> int:
         """Host (CPU) memory of the components that live there (offload), per GPU process."""

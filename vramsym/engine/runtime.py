@@ -212,6 +212,20 @@ class Compiled:
                 inputs[alias] = value
         return inputs
 
+    def at_bound(self, inputs, bound: str = "point") -> dict:
+        """``inputs`` with every run-time range the user did not give (CUDA context, allocator slack)
+        at its ``low`` or ``high`` end; ``point`` leaves the defaults."""
+        if bound not in ("point", "low", "high"):
+            raise InputError(f"--bound must be point, low or high, not '{bound}'")
+        inputs = dict(inputs or {})
+        if bound == "point":
+            return inputs
+        for n, (lo, hi) in self.regime.ranges.items():
+            alias = self.regime.symbols[n]["alias"]
+            if n not in inputs and (alias is None or alias not in inputs):
+                inputs[n] = lo if bound == "low" else hi
+        return inputs
+
     def solve(self, variable: str, capacity, inputs=None, **kw) -> Solution:
         """The largest integer ``variable`` (``batch``, ``max_seq``, any integer symbol) whose
         total fits ``capacity`` (bytes as an int, '24GB', '24GiB' or a GPU name)."""

@@ -171,6 +171,8 @@ class SymbolDecl:
     max: Optional[Expr] = None          # an upper bound, from other symbols
     min: Optional[Expr] = None          # a lower bound
     divides: Tuple[str, ...] = ()       # symbols this one must divide
+    low: Optional[Expr] = None          # run-time range around the default (constants)
+    high: Optional[Expr] = None
 
 
 @dataclass(frozen=True)
@@ -195,6 +197,7 @@ class TermDef:
     latex: Optional[str] = None
     signed: bool = False                # may be negative (an overlap subtracted from a sum)
     host: bool = False                  # host (CPU) memory: a component outside the GPU total
+    share: bool = False                 # a fraction of the regime's other GPU components
 
 
 @dataclass(frozen=True)

@@ -278,6 +278,16 @@ def _check(lib: Library, diags: List[Diagnostic], units_file: str) -> None:
                                         .replace("the default", "a default or bound")))
             if not bad:
                 check_expr(e, declared.get(s.name), "default", e.span, s.name)
+        if (s.low is None) != (s.high is None) or (s.low is not None and s.default is None):
+            diags.append(Diagnostic(s.span, "definition", f"the range of '{s.name}' needs a default, a low and a high"))
+        for what, e in (("low", s.low), ("high", s.high)):
+            if e is None:
+                continue
+            if list(names_in(e)):
+                diags.append(Diagnostic(e.span, "definition", f"the {what} value of '{s.name}' must be a constant "
+                                        f"(a run-time range is a number with its unit)"))
+            else:
+                check_expr(e, declared.get(s.name), "default", e.span, s.name)
         for t in s.divides:
             if t not in lib.symbols:
                 diags.append(Diagnostic(s.span, "name", MSG_UNKNOWN_NAME.format(name=t)))
@@ -379,6 +389,10 @@ def _check_regimes(lib: Library, diags, check_expr, declared) -> None:
         for name, span in r.add + r.drop:
             if name not in lib.terms:
                 diags.append(Diagnostic(span, "name", MSG_UNKNOWN_COMPONENT.format(name=name)))
+            elif name in declared and lib.terms[name].share:
+                if fmt(declared[name]) != "1":
+                    diags.append(Diagnostic(span, "unit", f"the component '{name}' is declared share (a fraction of the "
+                                            f"other components) but has the unit {fmt(declared[name])}: a share has unit 1"))
             elif name in declared and fmt(declared[name]) != "byte":
                 diags.append(Diagnostic(span, "unit", MSG_COMPONENT_UNIT.format(name=name, unit=fmt(declared[name]))))
         _check_choices(lib, diags, r.options)

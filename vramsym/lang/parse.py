@@ -107,6 +107,15 @@ class _Builder(Transformer):
     def attr_host(self, items):
         return ("host", True)
 
+    def attr_share(self, items):
+        return ("share", True)
+
+    def attr_low(self, items):
+        return ("low", items[0])
+
+    def attr_high(self, items):
+        return ("high", items[0])
+
     def attr_alias(self, items):
         return ("alias", str(items[0]))
 
@@ -131,7 +140,8 @@ class _Builder(Transformer):
         latex = next((v for k, v in attrs if k == "latex"), None)
         signed = any(k == "signed" for k, _ in attrs)
         host = any(k == "host" for k, _ in attrs)
-        return A.TermDef(str(name), expr, unit, self._str(desc), self._span(meta), sources, latex, signed, host)
+        share = any(k == "share" for k, _ in attrs)
+        return A.TermDef(str(name), expr, unit, self._str(desc), self._span(meta), sources, latex, signed, host, share)
 
     @v_args(meta=True)
     def regime_def(self, meta, items):

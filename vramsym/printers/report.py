@@ -18,8 +18,17 @@ def estimate_data(est) -> dict:
     return {"model": est.model, "regime": est.regime, "description": est.description, "params": est.params,
             "options": {k: show(v) for k, v in est.options if k in used},
             "inputs": {k: str(v) for k, v in sorted(est.inputs.items())},
-            "total_bytes": est.total_bytes, "host_bytes": est.host_bytes, "layout": _layout(est),
+            "total_bytes": est.total_bytes, "low_bytes": est.low_bytes, "high_bytes": est.high_bytes,
+            "ranges": _ranges(est), "host_bytes": est.host_bytes, "layout": _layout(est),
             "components": rows, "notes": list(est.notes)}
+
+
+def _ranges(est) -> dict:
+    """The run-time ranges behind low_bytes / high_bytes: symbol -> {low, point, high} (exact strings)."""
+    values, prov = est.binding.values, est.binding.provenance
+    return {n: {"low": str(lo), "point": str(values[n]), "high": str(hi)}
+            for n, (lo, hi) in sorted(est.compiled.ranges.items())
+            if n in values and prov.get(n) != "input" and lo != hi}
 
 
 def _layout(est):
@@ -31,7 +40,7 @@ def with_capacity(data: dict, capacity: int | None) -> dict:
     if capacity is None:
         return data
     return dict(data, capacity_bytes=capacity, fits=data["total_bytes"] <= capacity,
-                headroom_bytes=capacity - data["total_bytes"])
+                fits_worst_case=data["high_bytes"] <= capacity, headroom_bytes=capacity - data["total_bytes"])
 
 
 def solution_data(sol, cap_desc: str) -> dict:
@@ -76,9 +85,16 @@ def print_estimate(data: dict, unit: str | None, out, capacity: int | None = Non
         for r in host:
             line(r["name"], r.get("definition", ""), r["bytes"], "", r["description"])
         line("host total", "", data["host_bytes"], "")
+    lo, hi = data.get("low_bytes", data["total_bytes"]), data.get("high_bytes", data["total_bytes"])
+    if (lo, hi) != (data["total_bytes"],) * 2:
+        why = ", ".join(f"{n} {r['low']}..{r['high']}" for n, r in data.get("ranges", {}).items())
+        print(f"range with the run-time terms at their ends ({why}): {lo:,} B = {_sizes(lo, unit)} to "
+              f"{hi:,} B = {_sizes(hi, unit)}", file=out)
     if capacity is not None:
         head = capacity - data["total_bytes"]
         verdict = "fits" if head >= 0 else "does NOT fit"
+        if head >= 0 and hi != data["total_bytes"]:
+            verdict += " even in the worst case" if hi <= capacity else " at the point figure, but may not fit in the worst case"
         print(f"capacity {capacity:,} B: {verdict}, headroom {head:,} B ({_sizes(abs(head), unit)}"
               f"{'' if head >= 0 else ' short'})", file=out)
     for hrow in data.get("heuristics", []):
