@@ -110,7 +110,7 @@ def measure(config: dict, *, mode: str,
     def run(use_fake: bool) -> dict:
         if use_fake:
             from torch._subclasses.fake_tensor import FakeTensorMode
-            mode_ctx = FakeTensorMode(allow_non_fake_inputs=False)
+            mode_ctx = FakeTensorMode(allow_non_fake_inputs=True)  # Gemma builds a meta scalar buffer with torch.tensor()
         else:
             mode_ctx = contextlib.nullcontext()
         old_overwrite = torch.__future__.get_overwrite_module_params_on_conversion()
