@@ -138,9 +138,16 @@ def exact_value(expr, values: Dict[str, Fraction]) -> Fraction:
 
 
 def scale_of(expr, values) -> float:
-    """The largest magnitude among the top-level summands: the scale of a float rounding error."""
+    """The largest magnitude among the summands: the scale of a float rounding error. A product
+    scales its factors' scales (a share term multiplies a sum whose summands cancel)."""
+    if isinstance(expr, sympy.Mul):
+        out = 1.0
+        for a in expr.args:
+            out *= scale_of(a, values)
+        return max(out, 1.0)
     parts = expr.args if isinstance(expr, sympy.Add) else (expr,)
-    return max([abs(float(exact_value(p, values))) for p in parts] + [1.0])
+    return max([scale_of(p, values) if isinstance(p, sympy.Mul) and p is not expr else abs(float(exact_value(p, values)))
+                for p in parts] + [1.0])
 
 
 def close(got: float, exp: Fraction, scale: float, rel: float) -> bool:
