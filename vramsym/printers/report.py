@@ -26,7 +26,7 @@ def estimate_data(est) -> dict:
 def _ranges(est) -> dict:
     """The run-time ranges behind low_bytes / high_bytes: symbol -> {low, point, high} (exact strings)."""
     values, prov = est.binding.values, est.binding.provenance
-    return {n: {"low": str(lo), "point": str(values[n]), "high": str(hi)}
+    return {n: {"low": str(lo), "point": str(values[n]), "high": str(hi), "unit": est.compiled.symbols[n]["unit"]}
             for n, (lo, hi) in sorted(est.compiled.ranges.items())
             if n in values and prov.get(n) != "input" and lo != hi}
 
@@ -87,7 +87,7 @@ def print_estimate(data: dict, unit: str | None, out, capacity: int | None = Non
         line("host total", "", data["host_bytes"], "")
     lo, hi = data.get("low_bytes", data["total_bytes"]), data.get("high_bytes", data["total_bytes"])
     if (lo, hi) != (data["total_bytes"],) * 2:
-        why = ", ".join(f"{n} {r['low']}..{r['high']}" for n, r in data.get("ranges", {}).items())
+        why = ", ".join(f"{n} {_end(r['low'], r)}..{_end(r['high'], r)}" for n, r in data.get("ranges", {}).items())
         print(f"range with the run-time terms at their ends ({why}): {lo:,} B = {_sizes(lo, unit)} to "
               f"{hi:,} B = {_sizes(hi, unit)}", file=out)
     if capacity is not None:
@@ -100,6 +100,14 @@ def print_estimate(data: dict, unit: str | None, out, capacity: int | None = Non
     for hrow in data.get("heuristics", []):
         print(f"rule of thumb, not derived: {hrow['description']}: {hrow['total_bytes']:,} B = "
               f"{_sizes(hrow['total_bytes'], unit)}", file=out)
+
+
+def _end(value: str, r: dict) -> str:
+    """A range's end as the CLI prints it: bytes with both units, other values as they are."""
+    from fractions import Fraction
+    if r.get("unit") == "byte":
+        return f"{int(Fraction(value)):,} B"
+    return value
 
 
 def _layout_text(lay: dict) -> str:
