@@ -150,3 +150,16 @@ def test_checkpoint_ratio_picks_the_layer_count():
            for n, e in (("half", half), ("eight", eight), ("none", none), ("full", full))}
     assert act["half"] == act["eight"]
     assert act["full"] < act["half"] < act["none"]
+
+
+@pytest.mark.parametrize("options", [{"precision": "fp32"}, {"precision": "mixed_bf16"}, {"precision": "bf16", "optimizer": "sgd"}])
+def test_gradient_accumulation_keeps_the_gradients_alive_with_the_activations(options):
+    """--grad-accum 2: the harness runs two forward/backward micro-steps before the optimizer step."""
+    model = _spec(TINY["llama"], "tiny-llama", "tests/test_accuracy.py")
+    one = compare(model, "train", options, {"batch": 2, "seq": 64}, fake=True)
+    two = compare(model, "train", options, {"batch": 2, "seq": 64, "grad_accum": 2}, fake=True)
+    assert two["measure_args"].get("grad_accum") == 2
+    assert two["measured_peak_bytes"] > one["measured_peak_bytes"]
+    assert two["predicted_total_bytes"] > one["predicted_total_bytes"]
+    total = next(r for r in two["rows"] if r["component"] == "total (peak)")
+    assert abs(total["relative_error"]) <= 0.01, two["rows"]

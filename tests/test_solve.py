@@ -131,3 +131,20 @@ def test_estimate_json_has_low_and_high_and_the_worst_case_verdict():
     assert json.loads(out)["value"] >= 1
     rc, out, err = run_cli(["solve", "max_batch", "--model", "llama-3.1-8b", "--seq", "4096", "--gpu", "24GB", "--bound", "worst"])
     assert rc != 0 and "Traceback" not in err
+
+
+def test_liger_fused_cross_entropy_replaces_the_full_logits():
+    """--loss liger (Liger-Kernel fused_linear_cross_entropy): no saved b*s*V fp32 log-softmax and no
+    8*b*s*V logits gradients; instead one chunk of logits (chunk = next_power_of_2(ceil(BT / ceil(V/H))),
+    bounded by twice that), the head's V x h gradient from forward on, an fp32 loss and a bool mask per token."""
+    import math
+    import vramsym
+    m = vramsym.load_model("llama-3.1-8b")
+    b, s, V, h = 4, 4096, 128256, 4096
+    hf = vramsym.estimate(m, "train", {"precision": "bf16"}, {"batch": b, "seq": s})
+    lg = vramsym.estimate(m, "train", {"precision": "bf16", "loss": "liger"}, {"batch": b, "seq": s})
+    act = {e: x.component("activations").bytes for e, x in (("hf", hf), ("liger", lg))}
+    assert act["hf"] - act["liger"] == b * s * V * 4
+    chunk = min(2 * math.ceil(b * s / math.ceil(V / h)), b * s)
+    assert lg.component("loss_buffers").bytes >= chunk * V * 2 + V * h * 2 + b * s * 5
+    assert lg.total_bytes < hf.total_bytes

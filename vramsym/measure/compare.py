@@ -61,6 +61,9 @@ def measure_args(est, regime: str, fake: bool, decode_steps: int) -> Dict:
         k, layers = est.binding.values.get("L_ck"), est.binding.values.get("L")
         if args["checkpointing"] and k is not None and k != layers:
             args["checkpoint_layers"] = int(k)
+        ga = est.binding.values.get("n_ga")
+        if ga is not None and ga > 1:
+            args["grad_accum"] = int(ga)
         return args
     raise InputError(f"measure supports the regimes {', '.join(INFER_REGIMES + TRAIN_REGIMES)}; "
                      f"'{regime}' needs hardware or libraries this machine does not have")

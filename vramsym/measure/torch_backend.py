@@ -55,6 +55,7 @@ def measure(config: dict, *, mode: str,
             fake: bool = True,
             logits_to_keep: int = 0,
             checkpoint_layers: int | None = None,
+            grad_accum: int = 1,
             ) -> dict:
     """Measure the tensor memory of one training step or one prefill+decode run.
 
@@ -69,6 +70,7 @@ def measure(config: dict, *, mode: str,
     attention: ``eager`` or ``sdpa``.
     checkpointing: HF ``gradient_checkpointing_enable(use_reentrant=False)``.
     checkpoint_layers: with checkpointing, checkpoint only the bottom k decoder layers (partial).
+    grad_accum: forward/backward micro-steps per optimizer step (gradient accumulation).
     lora: peft LoRA settings, e.g. ``{"r": 8, "alpha": 16, "target_modules": ["q_proj", "v_proj"]}``
         or ``"all-linear"``; optional ``"dropout"``.  Base weights are frozen.
     decode_steps: inference only: greedy single-token steps after the prefill, reusing the KV cache.
@@ -121,7 +123,7 @@ def measure(config: dict, *, mode: str,
                     return _measure_train(hf_cfg, batch=batch, seq=seq, precision=precision,
                                           optimizer=optimizer, attention=attention,
                                           checkpointing=checkpointing, lora=lora,
-                                          checkpoint_layers=checkpoint_layers)
+                                          checkpoint_layers=checkpoint_layers, grad_accum=grad_accum)
                 return _measure_inference(hf_cfg, batch=batch, seq=seq, precision=precision,
                                           attention=attention, lora=lora,
                                           decode_steps=decode_steps,

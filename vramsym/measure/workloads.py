@@ -27,7 +27,7 @@ def _make_optimizer(name: str, params):
 
 
 def _measure_train(hf_cfg, *, batch, seq, precision, optimizer, attention, checkpointing, lora,
-                   checkpoint_layers=None):
+                   checkpoint_layers=None, grad_accum=1):
     import torch
 
     param_dtype = torch.bfloat16 if precision == "bf16" else torch.float32
@@ -69,11 +69,14 @@ def _measure_train(hf_cfg, *, batch, seq, precision, optimizer, attention, check
     mt.track_external(model, opt, ids, labels)
     ph = _Phases(mt)
     with mt:
-        with ph.phase("forward"):
-            loss = forward()
-        with ph.phase("backward"):
-            loss.backward()
-        del loss
+        for step in range(grad_accum):   # gradient accumulation: the gradients stay between micro-steps
+            if step:
+                mt.reset_mod_stats()       # MemTracker keeps per-module stats of one iteration only
+            with ph.phase("forward"):
+                loss = forward()
+            with ph.phase("backward"):
+                loss.backward()
+            del loss
         with ph.phase("optimizer_step"):
             opt.step()
         opt.zero_grad(set_to_none=True)
