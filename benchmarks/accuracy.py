@@ -133,17 +133,19 @@ def run(quick: bool):
 # Why a case misses the targets (median 5%, worst 10% on the total; components exact). Written
 # from the measurements, matched to the table's rows by architecture and regime.
 EXPLAIN = [
-    ("mixtral", "lora all-linear", "peft (0.21) on transformers 5 also adapts the experts' fused 3-D parameters under all-linear; "
-                        "vramsym counts adapters on nn.Linear modules only, so parameters, gradients, optimizer states "
-                        "and the adapters' activations are under-counted for MoE LoRA."),
-    ("mixtral", "inference", "MoE routing in transformers 5 keeps more per-token buffers during prefill (one-hot masks, "
-                             "index lists, gathered copies) than the formula's k x E int64 mask and fp32 router; on this "
-                             "tiny config (hidden 64) those buffers are a large share of the activations."),
-    ("mixtral", "lora", "MoE LoRA: the frozen experts' saved tensors are modelled as in full fine-tuning; on this tiny "
-                        "config (hidden 64) the difference is a large share of the activations."),
-    ("mixtral", "", "MoE activations are approximate (router and gather/scatter copies)."),
-    ("", "ckpt", "autocast + eager + full checkpointing: the timing of the 16-bit weight copies and of the "
-                 "recomputed layer against the gradients is modelled as a max of phases; up to ~5% over."),
+    ("deepseek", "lora all-linear", "peft 0.21's all-linear leaves DeepSeek-V3's dense and shared-expert MLPs "
+                                    "(gate_proj / up_proj / down_proj) without adapters on this model; vramsym "
+                                    "adapts every nn.Linear there, so it over-counts adapters and their inputs."),
+    ("MoE", "lora all-linear", "LoRA on an MoE model keeps about 4-8 h bytes per token and MoE layer more than the "
+                               "formulas count (the same with adapters on the attention only, independent of the "
+                               "experts' count, top-k and widths); not yet traced to its tensor. At hidden 64 it is "
+                               "a large share of the activations."),
+    ("mixtral", "inference fp32 eager", "tiny MoE with eager attention: the prefill peak holds MoE buffers together "
+                                        "with the attention scores of the same layer; the max of the two branches "
+                                        "misses their overlap (a few hundred bytes per token at hidden 64)."),
+    ("MoE", "", "tiny MoE (hidden 64): small per-token routing terms are a large share of the activations."),
+    ("", "ckpt", "autocast + checkpointing: the timing of the 16-bit weight copies and of the recomputed layer "
+                 "against the gradients is modelled as a max of phases."),
 ]
 
 
@@ -153,6 +155,17 @@ def _why(r) -> str:
             return text
     return ""
 
+
+GPU = """## On a GPU
+
+No GPU was lent to the sessions that produced this table, so `benchmarks/gpu_calibration.py` has
+not run on a card yet: the CUDA context keeps its documented default of 500 MiB with the range
+200 MB - 2 GB (seed article 2, section 6.2), and the caching allocator's slack its default 0 with
+the range 0 - 1/4 of the tensors (`formulas/inference.vram`: `cuda_ctx`, `frag`). `vramsym estimate`
+reports both ends (`low_bytes`, `high_bytes`) and `solve --bound high` answers for the worst case.
+When a device is lent, `python benchmarks/gpu_calibration.py` measures the context, the workspaces
+and `max_memory_reserved` beside `max_memory_allocated` on it.
+"""
 
 MANY_GPUS = """## Many GPUs
 
@@ -220,7 +233,7 @@ def write(rows, path: Path):
             e = "" if c["relative_error"] is None else f"{c['relative_error'] * 100:+.2f}%"
             lines.append(f"| {r['arch']} | {r['regime']} | {r['b']} | {r['s']} | {c['component']} | "
                          f"{c['predicted_bytes']:,} | {c['measured_bytes']:,} | {e} |")
-    lines += ["", MANY_GPUS]
+    lines += ["", GPU, MANY_GPUS]
     path.write_text("\n".join(lines) + "\n")
 
 
