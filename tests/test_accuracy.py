@@ -163,3 +163,51 @@ def test_gradient_accumulation_keeps_the_gradients_alive_with_the_activations(op
     assert two["predicted_total_bytes"] > one["predicted_total_bytes"]
     total = next(r for r in two["rows"] if r["component"] == "total (peak)")
     assert abs(total["relative_error"]) <= 0.01, two["rows"]
+
+
+TINY_MOE = {"model_type": "mixtral", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 1,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256, "num_local_experts": 4,
+            "num_experts_per_tok": 2, "tie_word_embeddings": False, "max_position_embeddings": 512}
+
+
+@pytest.mark.parametrize("regime,options", [("train", {"precision": "fp32"}), ("train", {"precision": "bf16"}),
+                                            ("train", {"precision": "mixed_bf16"}),
+                                            ("lora", {"precision": "bf16", "lora_targets": "all_linear"}),
+                                            ("lora", {"precision": "bf16", "lora_targets": "qv"})])
+def test_moe_routing_buffers_and_lora_on_fused_experts_match_pytorch(regime, options):
+    """Real tensors (routing is data-dependent): grouped_mm routing buffers, experts in their weights' dtype
+    under autocast, peft's ParamWrapper adapters on the 3-D expert stacks with their merged weights."""
+    model = _spec(TINY_MOE, "tiny-mixtral", "tests/test_accuracy.py")
+    res = compare(model, regime, options, {"batch": 1, "seq": 64}, fake=False)
+    rows = {r["component"]: r for r in res["rows"]}
+    for name in ("parameters", "gradients", "optimizer_states"):
+        assert rows[name]["predicted_bytes"] == rows[name]["measured_bytes"], rows[name]
+    act = rows["activations"]
+    assert abs(act["predicted_bytes"] - act["measured_bytes"]) <= 0.01 * act["measured_bytes"], act
+
+
+def test_gemma2_soft_capping_and_fp32_norms_match_pytorch():
+    cfg = dict(TINY["llama"], model_type="gemma2", head_dim=16, query_pre_attn_scalar=16, sliding_window=32,
+               attn_logit_softcapping=50.0, final_logit_softcapping=30.0, tie_word_embeddings=True)
+    model = _spec(cfg, "tiny-gemma2", "tests/test_accuracy.py")
+    res = compare(model, "train", {"precision": "bf16", "attention": "eager"}, {"batch": 2, "seq": 64}, fake=True)
+    act = _activations(res)
+    assert abs(act["predicted_bytes"] - act["measured_bytes"]) <= 0.01 * act["measured_bytes"], act
+    plain = compare(_spec(dict(cfg, attn_logit_softcapping=None, final_logit_softcapping=None), "g", "t"),
+                    "train", {"precision": "bf16", "attention": "eager"}, {"batch": 2, "seq": 64}, fake=True)
+    assert act["predicted_bytes"] > _activations(plain)["predicted_bytes"]
+    assert act["measured_bytes"] > _activations(plain)["measured_bytes"]
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_multi_head_latent_attention_activations_are_exact(precision):
+    cfg = {"model_type": "deepseek_v3", "hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 1,
+           "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 256, "max_position_embeddings": 512,
+           "tie_word_embeddings": False, "q_lora_rank": 32, "kv_lora_rank": 16, "qk_rope_head_dim": 8,
+           "qk_nope_head_dim": 16, "v_head_dim": 16, "n_routed_experts": 4, "num_experts_per_tok": 2,
+           "moe_intermediate_size": 32, "n_shared_experts": 1, "first_k_dense_replace": 1, "n_group": 1,
+           "topk_group": 1, "rope_interleave": True}
+    model = _spec(cfg, "tiny-deepseek", "tests/test_accuracy.py")
+    res = compare(model, "train", {"precision": precision, "attention": "eager"}, {"batch": 1, "seq": 32}, fake=False)
+    act = _activations(res)
+    assert abs(act["predicted_bytes"] - act["measured_bytes"]) <= 32, act
