@@ -16,6 +16,8 @@ INFER_REGIMES = ("inference", "inference_kv")
 _TRAIN_PRECISION = ("fp32", "bf16", "mixed_bf16")
 _INFER_PRECISION = ("fp32", "bf16", "fp16")
 _OPTIMIZER = ("adamw", "adamw_fused", "sgd", "sgd_momentum")
+# the fused q/k/v projection and the output projection, by model_type (peft target names)
+_FUSED_NAMES = {"gpt2": ("attn.c_attn", "attn.c_proj"), "phi3": ("self_attn.qkv_proj", "self_attn.o_proj")}
 _LORA_TARGETS = {"qv": ["q_proj", "v_proj"], "attention": ["q_proj", "k_proj", "v_proj", "o_proj"],
                  "all_linear": "all-linear"}
 
@@ -30,7 +32,7 @@ def _backend():
     return torch_backend
 
 
-def measure_args(est, regime: str, fake: bool, decode_steps: int) -> Dict:
+def measure_args(est, regime: str, fake: bool, decode_steps: int, model=None) -> Dict:
     opts = dict(est.options)
     b = int(est.binding.values["b"])
     s = int(est.binding.values["s"])
@@ -54,7 +56,9 @@ def measure_args(est, regime: str, fake: bool, decode_steps: int) -> Dict:
         if regime == "lora":
             targets = _LORA_TARGETS[opts["lora_targets"]]
             if est.binding.values.get("qkv_fused") == 1 and opts["lora_targets"] != "all_linear":
-                targets = ["attn.c_attn"] if opts["lora_targets"] == "qv" else ["attn.c_attn", "attn.c_proj"]
+                mtype = (model.raw_config or model.config).get("model_type") if model is not None else "gpt2"
+                fused, out = _FUSED_NAMES.get(mtype, _FUSED_NAMES["gpt2"])
+                targets = [fused] if opts["lora_targets"] == "qv" else [fused, out]
             lora = {"r": int(est.binding.values["r"]), "alpha": 16, "target_modules": targets}
         args = dict(mode="train", batch=b, seq=s, precision=prec, optimizer=opt, attention=opts["attention"],
                     checkpointing=opts["checkpointing"] == "full", lora=lora, fake=fake)
@@ -119,7 +123,7 @@ def compare(model, regime: str = "inference", options: Optional[Mapping[str, str
         return _compare_tp(model, est, regime, lay, fake)
     if lay is not None and (lay["gpus"] > 1 or lay["zero"] > 0):
         return _compare_fsdp(model, est, regime, lay, fake)
-    args = measure_args(est, regime, fake, decode_steps)
+    args = measure_args(est, regime, fake, decode_steps, model)
     backend = _backend()
     cfg = _config_for(model, opts)
     m = backend.measure(cfg, **args)
