@@ -117,6 +117,14 @@ def test_gqa_kv_not_above_mha(name, b, s):
 @SETTINGS
 @given(models, st.sampled_from(["inference", "train", "lora"]), batches, seqs)
 def test_flash_not_above_eager(name, regime, b, s):
+    """SDPA never needs more than eager attention, except for a fused qkv_proj with rotary
+    positions (Phi-3) at short sequences: there SDPA keeps the fused projection's whole output
+    alive (v is a view of it) and a copy of its output for o_proj, (2 n_q + n_kv) d_h per token
+    and layer that eager does not save (measured, formulas/activations.vram act_attn_fused),
+    while eager's n_q s scores per token only outgrow it past a few hundred tokens."""
+    from hypothesis import assume
+    cfg = _model(name).config
+    assume(not (cfg.get("arch_fused_qkv") and cfg.get("arch_positions") == "rotary") or s >= 1024)
     ins = {"batch": b, "seq": s}
     assert total(name, regime, ins, attention="sdpa") <= total(name, regime, ins, attention="eager")
 
