@@ -133,9 +133,6 @@ def run(quick: bool):
 # Why a case misses the targets (median 5%, worst 10% on the total; components exact). Written
 # from the measurements, matched to the table's rows by architecture and regime.
 EXPLAIN = [
-    ("deepseek", "lora all-linear", "peft 0.21's all-linear leaves DeepSeek-V3's dense and shared-expert MLPs "
-                                    "(gate_proj / up_proj / down_proj) without adapters on this model; vramsym "
-                                    "adapts every nn.Linear there, so it over-counts adapters and their inputs."),
     ("MoE", "lora all-linear", "LoRA on an MoE model keeps about 4-8 h bytes per token and MoE layer more than the "
                                "formulas count (the same with adapters on the attention only, independent of the "
                                "experts' count, top-k and widths); not yet traced to its tensor. At hidden 64 it is "

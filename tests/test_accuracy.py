@@ -211,3 +211,23 @@ def test_multi_head_latent_attention_activations_are_exact(precision):
     res = compare(model, "train", {"precision": precision, "attention": "eager"}, {"batch": 1, "seq": 32}, fake=False)
     act = _activations(res)
     assert abs(act["predicted_bytes"] - act["measured_bytes"]) <= 32, act
+
+
+def test_lora_on_an_moe_model_leaves_dense_and_shared_expert_mlps_unadapted():
+    """peft on transformers 5 moves gate_proj / up_proj / down_proj from target_modules to the fused
+    experts' parameters for MoE model types, so a DeepSeek-style model's dense first layer and shared
+    experts carry no adapters: the trainable parameters and their gradients are exact, the total close."""
+    cfg = {"model_type": "deepseek_v3", "hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 256, "max_position_embeddings": 512,
+           "tie_word_embeddings": False, "q_lora_rank": 32, "kv_lora_rank": 16, "qk_rope_head_dim": 8,
+           "qk_nope_head_dim": 16, "v_head_dim": 16, "n_routed_experts": 4, "num_experts_per_tok": 2,
+           "moe_intermediate_size": 32, "n_shared_experts": 1, "first_k_dense_replace": 1, "n_group": 1,
+           "topk_group": 1, "rope_interleave": True}
+    model = _spec(cfg, "tiny-deepseek", "tests/test_accuracy.py")
+    res = compare(model, "lora", {"precision": "bf16", "attention": "eager", "lora_targets": "all_linear"},
+                  {"batch": 1, "seq": 32}, fake=False)
+    rows = {r["component"]: r for r in res["rows"]}
+    for name in ("gradients", "optimizer_states"):
+        assert rows[name]["predicted_bytes"] == rows[name]["measured_bytes"], rows[name]
+    total = rows["total (peak)"]
+    assert abs(total["relative_error"]) <= 0.03, res["rows"]
