@@ -17,14 +17,15 @@ from .paths import formulas_path, read_text
 
 class ModelSpec:
     """A model: its config (flattened, with the architecture facts), where it came from."""
-    __slots__ = ("name", "config", "source", "hf_id", "published_params", "notes", "raw_config")
+    __slots__ = ("name", "config", "source", "hf_id", "published_params", "notes", "raw_config", "checkpoint")
 
     def __init__(self, name: str, config: dict, source: str, hf_id: str | None = None,
                  published_params: int | None = None, notes: tuple[str, ...] = (),
-                 raw_config: dict | None = None):
+                 raw_config: dict | None = None, checkpoint: dict | None = None):
         self.name, self.config, self.source, self.hf_id = name, config, source, hf_id
         self.published_params, self.notes = published_params, tuple(notes)
         self.raw_config = raw_config   # the config.json as given (for building the real model)
+        self.checkpoint = checkpoint   # what was read from the weight files' headers (None: a config only)
 
     def __repr__(self):
         return f"ModelSpec({self.name!r}, source={self.source!r})"
@@ -60,7 +61,10 @@ def _architectures() -> dict:
 
 
 def load_model(name_or_path: str, extra=None) -> ModelSpec:
-    """A catalog name (``llama-3.1-8b``) or a path to a config.json (or a folder holding one)."""
+    """A catalog name (``llama-3.1-8b``); a path to a config.json, or a folder holding one (with
+    ``*.safetensors`` beside it, a checkpoint: the weights' bytes from their headers); a ``.gguf``
+    file; or a Hugging Face id ``org/name`` (config.json and safetensors headers, honouring
+    ``HF_HUB_OFFLINE`` and the local cache)."""
     cat = _model_files(extra)
     key = str(name_or_path).strip()
     if key.lower() in cat:
@@ -69,31 +73,68 @@ def load_model(name_or_path: str, extra=None) -> ModelSpec:
                      entry.get("hf_id"), entry.get("published_params"))
     path = os.path.expanduser(key)
     if os.path.isdir(path) and os.path.exists(os.path.join(path, "config.json")):
-        path = os.path.join(path, "config.json")
+        return load_checkpoint_dir(path)
     if os.path.exists(path) and not os.path.isfile(path):
         raise InputError(f"cannot read model config '{path}': not a regular file")
     if os.path.isfile(path):
-        if os.path.getsize(path) > MAX_CONFIG_BYTES:
-            raise InputError(f"model config '{path}' is larger than {MAX_CONFIG_BYTES:,} bytes: "
-                             f"a config.json is a few kilobytes")
-        try:
-            raw = json.loads(read_text(path), parse_constant=_no_constant)
-        except (OSError, ValueError, RecursionError) as e:
-            raise InputError(f"cannot read model config '{path}': {e}") from None
-        if not isinstance(raw, dict):
-            raise InputError(f"model config '{path}' is not a JSON object")
+        if _is_gguf(path):
+            from .gguf_file import load_gguf
+            return load_gguf(path)
+        raw = read_config(path)
         if "config" in raw and isinstance(raw["config"], dict) and "name" in raw:
             return _spec(raw["config"], raw["name"], path, raw.get("hf_id"), raw.get("published_params"))
         base = os.path.basename(path)
         name = os.path.basename(os.path.dirname(os.path.abspath(path))) if base == "config.json" else os.path.splitext(base)[0]
         return _spec(raw, name, path)
+    from .hub import is_hub_id, load_hub
+    if is_hub_id(key):
+        return load_hub(key)
     hint = suggest(key.lower(), cat)
-    msg = f"unknown model '{key}': not a catalog name and not a path to a config.json"
+    msg = f"unknown model '{key}': not a catalog name, not a path to a config.json, a checkpoint folder or a .gguf file"
     msg += f"; did you mean {', '.join(hint)}?" if hint else "; run `vramsym models` for the catalog"
     raise InputError(msg)
 
 
-def _spec(config: dict, name: str, source: str, hf_id=None, published=None) -> ModelSpec:
+def _is_gguf(path) -> bool:
+    if path.lower().endswith(".gguf"):
+        return True
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"GGUF"
+    except OSError:
+        return False
+
+
+def read_config(path) -> dict:
+    """A config.json as a dict, size-capped and checked."""
+    if os.path.getsize(path) > MAX_CONFIG_BYTES:
+        raise InputError(f"model config '{path}' is larger than {MAX_CONFIG_BYTES:,} bytes: "
+                         f"a config.json is a few kilobytes")
+    try:
+        raw = json.loads(read_text(path), parse_constant=_no_constant)
+    except (OSError, ValueError, RecursionError) as e:
+        raise InputError(f"cannot read model config '{path}': {e}") from None
+    if not isinstance(raw, dict):
+        raise InputError(f"model config '{path}' is not a JSON object")
+    return raw
+
+
+def load_checkpoint_dir(path, name=None, source=None, hf_id=None) -> ModelSpec:
+    """A folder with a config.json, and its safetensors checkpoint when it has one."""
+    from .checkpoints import checkpoint_fields, read_checkpoint
+    cfg_path = os.path.join(path, "config.json")
+    raw = read_config(cfg_path)
+    name = name or os.path.basename(os.path.abspath(path))
+    ckpt = read_checkpoint(path)
+    if ckpt is None:
+        return _spec(raw, name, source or cfg_path, hf_id)
+    config = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
+    fields, notes = checkpoint_fields(ckpt, {**raw, **config})
+    return _spec(raw, name, source or path, hf_id, fields=fields, extra_notes=notes, checkpoint=ckpt.summary())
+
+
+def _spec(config: dict, name: str, source: str, hf_id=None, published=None, fields=None,
+          extra_notes=(), checkpoint=None) -> ModelSpec:
     cfg = dict(config)
     notes: list[str] = []
     if isinstance(cfg.get("text_config"), dict):
@@ -114,8 +155,10 @@ def _spec(config: dict, name: str, source: str, hf_id=None, published=None) -> M
     for k, v in facts.items():
         cfg.setdefault(k, v)
     cfg.update(_derived(cfg))
+    cfg.update(fields or {})
+    notes += list(extra_notes)
     return ModelSpec(name=name, config=cfg, source=source, hf_id=hf_id, published_params=published,
-                     notes=tuple(notes), raw_config=dict(config))
+                     notes=tuple(notes), raw_config=dict(config), checkpoint=checkpoint)
 
 
 def _first(cfg: dict, *keys, default=None):

@@ -181,13 +181,37 @@ class Compiled:
                             source=self.model.source if self.model else "")
         return values, prov, unused
 
+    _weights_check = None
+
     def _estimate(self, values, prov):
         notes = self.model.notes if self.model is not None else ()
+        if self._weights_check is not None:
+            notes = tuple(notes) + (self._compare_weights(values, prov),)
         name = self.model.name if self.model is not None else ""
         est = Estimate(self.regime, name, Binding(values, prov), self.regime.total(values), notes)
         if est.exact_total < 0:
             negative(est)
         return est
+
+    def _compare_weights(self, values, prov) -> str:
+        """A note comparing the weights the headers give with what the formulas count."""
+        from .results import to_int_bytes
+        filed = to_int_bytes(self.regime.parts(values)[[m["name"] for m in self.regime.components].index("weights")])
+        inputs = {k: v for k, v in values.items() if prov.get(k) == "input" and self._weights_check.regime.symbol(k)}
+        try:
+            est = self._weights_check.evaluate(inputs)
+        except InputError as e:
+            return f"the formulas cannot count these weights to compare with the headers: {e}"
+        counted = est.component("weights").bytes
+        opts = dict(est.options)
+        how = f"quant={opts.get('quant', 'none')}" + ("" if opts.get("quant", "none") != "none"
+                                                    else f", compute_format={opts.get('compute_format')}")
+        if counted == filed:
+            return f"weights: the headers' {filed:,} B equal the formulas' count ({how}) exactly"
+        diff = filed - counted
+        return (f"WARNING: weights mismatch: the headers give {filed:,} B, the formulas count {counted:,} B "
+                f"({how}): {diff:+,} B ({diff / counted * 100 if counted else float('inf'):+.2f}%); "
+                f"the estimate uses the headers")
 
     def evaluate(self, inputs=None, **kw) -> Estimate:
         """The estimate for these inputs (command-line names such as ``batch`` or symbol names)."""
@@ -311,4 +335,10 @@ def compile(model=None, regime: str = "inference", options=None, library=None, f
             vocabulary_=None) -> Compiled:
     voc = vocabulary_ or vocabulary(formulas, library)
     cfg = model.config if model is not None else None
-    return Compiled(voc.compiled_regime(regime, options, cfg), model, voc.known_inputs())
+    c = Compiled(voc.compiled_regime(regime, options, cfg), model, voc.known_inputs())
+    if getattr(model, "checkpoint", None) and dict(c.regime.options).get("weights_source") == "file" \
+            and any(m["name"] == "weights" for m in c.regime.components):
+        # the same regime with the weights counted by the formulas, to compare with the headers
+        formula = voc.compiled_regime(regime, dict(options or {}, weights_source="formula"), cfg)
+        c._weights_check = Compiled(formula, model, voc.known_inputs())
+    return c

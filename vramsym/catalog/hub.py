@@ -1,0 +1,118 @@
+"""A Hugging Face id (``org/name``) as a model: its config.json and its safetensors headers.
+
+Resolved with ``huggingface_hub`` (the ``hub`` extra), imported only here. Offline
+(``HF_HUB_OFFLINE=1``) or with the files cached, everything comes from the local cache
+(``HF_HUB_CACHE``, else ``HF_HOME``/hub, else ``~/.cache/huggingface/hub``): config.json and
+whatever safetensors files the snapshot holds, read from their headers only
+(:mod:`vramsym.catalog.checkpoints`). Online, config.json is downloaded (a few kB) and the
+headers are read with ``get_safetensors_metadata`` (HTTP range requests: no tensor data).
+"""
+from __future__ import annotations
+
+import os
+import re
+
+from ..errors import InputError
+
+# huggingface_hub's repo id rule: letters, digits, '-', '_', '.', at most 96 characters a part
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+_NOT_IDS = (".json", ".gguf", ".safetensors", ".vram")
+
+
+def is_hub_id(key: str) -> bool:
+    """``org/name`` syntax (the caller has ruled out catalog names and existing paths)."""
+    return bool(_ID.match(key)) and ".." not in key and not key.lower().endswith(_NOT_IDS)
+
+
+def _truthy(v) -> bool:
+    return str(v or "").strip().upper() in ("1", "ON", "YES", "TRUE")
+
+
+def offline() -> bool:
+    """HF_HUB_OFFLINE as set now (huggingface_hub reads it once, at its import)."""
+    from huggingface_hub import constants
+    if "HF_HUB_OFFLINE" in os.environ:
+        return _truthy(os.environ["HF_HUB_OFFLINE"])
+    return bool(constants.HF_HUB_OFFLINE)
+
+
+def cache_dir() -> str:
+    """The hub cache as the environment sets it now (HF_HUB_CACHE, else HF_HOME/hub)."""
+    from huggingface_hub import constants
+    for k in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if os.environ.get(k):
+            return os.path.expanduser(os.environ[k])
+    if os.environ.get("HF_HOME"):
+        return os.path.join(os.path.expanduser(os.environ["HF_HOME"]), "hub")
+    return constants.HF_HUB_CACHE
+
+
+def _errors():
+    from huggingface_hub import errors as e
+    return (e.HfHubHTTPError, e.EntryNotFoundError, e.OfflineModeIsEnabled, e.HFValidationError,
+            e.SafetensorsParsingError, e.NotASafetensorsRepoError, OSError)
+
+
+def load_hub(repo_id: str):
+    try:
+        import huggingface_hub
+    except ImportError:
+        raise InputError(f"'{repo_id}' looks like a Hugging Face id; reading one needs huggingface_hub: "
+                         f"pip install 'vramsym[hub]' (or give a local folder with --model DIR)") from None
+    from huggingface_hub import errors
+    from .models import load_checkpoint_dir
+    off, cache = offline(), cache_dir()
+    try:
+        cfg = huggingface_hub.hf_hub_download(repo_id, "config.json", cache_dir=cache, local_files_only=off)
+    except (errors.LocalEntryNotFoundError, errors.OfflineModeIsEnabled):
+        why = "HF_HUB_OFFLINE is set" if off else "the Hugging Face Hub cannot be reached"
+        raise InputError(f"model '{repo_id}' is not in the Hugging Face cache ({cache}) and {why}: download "
+                         f"it once with network access (unset HF_HUB_OFFLINE; `hf download {repo_id} "
+                         f"config.json`), or point HF_HUB_CACHE / HF_HOME at a cache that holds it "
+                         f"(or pass a local folder with --model DIR)") from None
+    except errors.RepositoryNotFoundError:
+        raise InputError(f"no model '{repo_id}' on the Hugging Face Hub (or it is private: log in "
+                         f"with `hf auth login`)") from None
+    except errors.GatedRepoError:
+        raise InputError(f"model '{repo_id}' is gated: accept its terms on huggingface.co and log in "
+                         f"with `hf auth login`") from None
+    except _errors() as e:
+        raise InputError(f"cannot read config.json of '{repo_id}' from the Hugging Face Hub: "
+                         f"{str(e).splitlines()[0][:200] if str(e) else type(e).__name__}") from None
+    snapshot = os.path.dirname(cfg)
+    if off:
+        spec = load_checkpoint_dir(snapshot, name=repo_id, source=f"hf://{repo_id} (cache {snapshot})",
+                                   hf_id=repo_id)
+        if spec.checkpoint is None:
+            spec.notes = spec.notes + ("offline: no safetensors file of this model is in the cache, so the "
+                                       "weights are counted by the formulas from config.json",)
+        return spec
+    return _online(repo_id, cfg)
+
+
+def _online(repo_id, cfg_path):
+    """config.json downloaded; the safetensors headers by HTTP range requests."""
+    import huggingface_hub
+    from huggingface_hub import errors
+    from .checkpoints import Checkpoint, checked_tensor, checkpoint_fields
+    from .models import _spec, read_config
+    raw = read_config(cfg_path)
+    try:
+        meta = huggingface_hub.get_safetensors_metadata(repo_id)
+    except errors.NotASafetensorsRepoError:
+        spec = _spec(raw, repo_id, f"hf://{repo_id}", repo_id)
+        spec.notes = spec.notes + ("the repository has no safetensors files: weights counted by the formulas",)
+        return spec
+    except _errors() as e:
+        raise InputError(f"cannot read the safetensors headers of '{repo_id}': "
+                         f"{str(e).splitlines()[0][:200] if str(e) else type(e).__name__}") from None
+    tensors = []
+    for fname, fm in sorted(meta.files_metadata.items()):
+        for name, info in fm.tensors.items():
+            tensors.append(checked_tensor(f"hf://{repo_id}/{fname}", name, info.dtype, list(info.shape),
+                                          list(info.data_offsets), None))
+    ckpt = Checkpoint("safetensors", [f"hf://{repo_id}/{f}" for f in sorted(meta.files_metadata)], tensors)
+    config = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
+    fields, notes = checkpoint_fields(ckpt, {**raw, **config})
+    return _spec(raw, repo_id, f"hf://{repo_id}", repo_id, fields=fields, extra_notes=notes,
+                 checkpoint=ckpt.summary())
