@@ -21,6 +21,7 @@ __version__ = "0.2.0"
 
 __all__ = [
     "load_library", "load_model", "vocabulary", "compose", "compile", "estimate", "solve", "min_gpus", "derive", "export",
+    "advise", "sensitivity", "plot_curve", "plot_map", "calculator_html",
     "resolve_capacity", "find_gpu", "check", "explain_dtype", "catalog_models", "catalog_gpus", "compare_with_pytorch", "Diagnostic", "DoesNotFit", "FormulaError", "InputError", "SolveError",
     "VramError", "__version__",
 ]
@@ -93,6 +94,60 @@ def min_gpus(compiled, capacity, inputs=None) -> dict:
     if not isinstance(capacity, int) or isinstance(capacity, bool):
         capacity = resolve_capacity(capacity)[0]
     return _min_gpus(compiled, capacity, dict(inputs or {}))
+
+
+def advise(model, regime: str = "inference", options=None, inputs=None, gpu="24GB", model_ref=None,
+           formulas=(), vocabulary=None) -> dict:
+    """The changes that make a configuration fit ``gpu`` (a size such as '24GB' or a GPU name), ranked:
+    ``{"total_bytes", "capacity_bytes", "fits", "headroom_bytes", "changes": [{change, args, argv,
+    total_bytes, capacity_bytes, fits, headroom_bytes, saved_bytes, cost_rank, throughput, quality,
+    source}, ...], "sensitivity": {...}, "problems": [...], "estimate": Estimate}``. ``argv`` is the
+    ``vramsym estimate`` command that gives the row's ``total_bytes``; ``args`` the flags that change."""
+    from .engine.advice import Request, advise as _advise, sensitivity as _sens
+    from .engine.runtime import vocabulary as _voc
+    if isinstance(model, str):
+        model_ref = model_ref or model
+        model = load_model(model, formulas)
+    voc = vocabulary or _voc(formulas)
+    capacity = resolve_capacity(gpu)[0] if not isinstance(gpu, int) else gpu
+    req = Request(model, model_ref or model.source, regime, dict(options or {}),
+                  {k: str(v) for k, v in dict(inputs or {}).items()}, str(gpu), voc, formulas)
+    res = _advise(req, capacity)
+    res["sensitivity"] = _sens(res["estimate"])
+    return res
+
+
+def sensitivity(estimate, names=("batch", "seq")) -> dict:
+    """d total / d input at an estimate's configuration (sympy): ``{alias: {derivative, exact, ...}}``."""
+    from .engine.advice import sensitivity as _sens
+    return _sens(estimate, names)
+
+
+def plot_curve(compiled, vary: str, lo: int, hi: int, inputs=None, capacities=(), points: int = 64,
+               log: bool = False) -> dict:
+    """The data of ``vramsym plot``: every component of ``compiled`` at up to ``points`` integer values
+    of ``vary`` (batch, seq, lora_rank, gpus) from ``lo`` to ``hi``, and for each ``(label, bytes)``
+    capacity the solved limit."""
+    from .engine.sweep import curve, points as _points
+    return curve(compiled, vary, _points(lo, hi, points, log), dict(inputs or {}), capacities)
+
+
+def plot_map(compiled, capacity, inputs=None, points: int = 24, batch=(1, 256), seq=(128, 131072)) -> dict:
+    """The data of ``vramsym plot --map``: the total over a log grid of batch x seq and, for each
+    sequence length, the largest batch that fits ``capacity`` (exact solve)."""
+    from .engine.sweep import grid, points as _points
+    if not isinstance(capacity, int) or isinstance(capacity, bool):
+        capacity = resolve_capacity(capacity)[0]
+    n = max(2, min(points, 64))
+    return grid(compiled, _points(batch[0], batch[1], n, True), _points(seq[0], seq[1], n, True),
+                dict(inputs or {}), capacity)
+
+
+def calculator_html(models=None) -> str:
+    """The self-contained calculator page (``vramsym html``) for ``models`` (default: the catalog)."""
+    from .printers.calculator import page
+    from .engine.runtime import vocabulary as _voc
+    return page(models, _voc())
 
 
 def derive(result, fmt: str = "markdown", standalone: bool = False, library=None) -> str:

@@ -57,6 +57,22 @@ COMMANDS = [
     ("measure", "prediction next to what PyTorch allocates (needs vramsym[measure])",
      ("model", "regime", "inputs", "options", "measure", "json"),
      ["vramsym measure --model llama-3.2-1b --regime train --precision fp32 --batch 1 --seq 256"]),
+    ("advise", "what to change so that a job fits: changes ranked by what they cost, each with its new total, "
+               "headroom and the flags that reproduce it; d total / d batch and d total / d seq",
+     ("model", "regime", "inputs", "options", "gpu", "output"),
+     ["vramsym advise --model llama-3.1-8b --regime train --precision mixed-bf16 --batch 4 --seq 2048 --gpu rtx-4090",
+      "vramsym advise --model llama-3.1-8b --batch 16 --seq 8192 --gpu 24GB --json"]),
+    ("plot", "a picture: the components stacked against one input with capacity lines and the solved limits, "
+             "or (--map) the total over batch x sequence with the exact fits frontier (needs vramsym[plot])",
+     ("model", "regime", "inputs", "options", "plot", "output"),
+     ["vramsym plot --model llama-3.1-8b --vary batch --from 1 --to 64 --seq 4096 --gpu rtx-4090 --gpu a100-80gb -o batch.png",
+      "vramsym plot --model llama-3.1-8b --vary seq --from 512 --to 131072 --log --batch 1 --gpu 24GB -o seq.svg",
+      "vramsym plot --map --model llama-3.1-8b --gpu rtx-4090 -o map.png"]),
+    ("html", "a self-contained calculator page (no network): the catalogs, inputs, breakdown, chart and derivation, "
+             "computed by the exact JavaScript export of the compiled formulas",
+     ("html", "json"),
+     ["vramsym html -o calculator.html",
+      "vramsym html -o small.html --model llama-3.1-8b --model qwen2.5-7b"]),
     ("dtype", "explain a number format from its bit layout (bf16, fp8-e4m3, nf4, ...)", ("dtype_name", "json"),
      ["vramsym dtype bf16"]),
     ("models", "the bundled model catalog", ("json",), ["vramsym models"]),
@@ -93,6 +109,19 @@ STATIC_GROUPS = {
                Flag("--free", default="batch,seq", help="with --model: symbols left as arguments (default batch,seq)")],
     "measure": [Flag("--real", "bool", help="allocate real CPU tensors instead of FakeTensorMode (tiny models only)"),
                 Flag("--decode-steps", default="4", help="inference: decode steps after the prefill (default 4)")],
+    "plot": [Flag("--vary", choices=["batch", "seq", "lora_rank", "gpus"], default="batch",
+                  help="the input on the x axis (default batch)"),
+             Flag("--from", dest="x_from", metavar="N", default="1", help="first value of --vary (default 1)"),
+             Flag("--to", dest="x_to", metavar="N", help="last value of --vary (default: 64 batches, 131072 tokens, "
+                                                          "rank 256, 64 GPUs)"),
+             Flag("--points", default="64", help="values plotted at most (default 64)"),
+             Flag("--log", "bool", help="a logarithmic x axis (points spaced geometrically)"),
+             Flag("--gpu", "append", metavar="GPU", help="a capacity line: 24GB, 24GiB or a GPU name (repeatable)"),
+             Flag("--map", "bool", help="a heat map of the total over batch x sequence with the fits frontier "
+                                        "(for the first --gpu)"),
+             Flag("--output", short="-o", metavar="FILE", help="write the picture: FILE.png, FILE.svg or FILE.pdf")],
+    "html": [Flag("--output", short="-o", metavar="FILE", required=True, help="the page to write (calculator.html)"),
+             Flag("--model", "append", metavar="MODEL", help="models on the page (repeatable; default the whole catalog)")],
     "dtype_name": [Flag("name", "positional", required=True, metavar="FORMAT", help="bf16, fp8-e4m3, nf4, ...")],
     "files": [Flag("files", "positional+", metavar="FILE", help="formula files to check")],
 }
@@ -125,7 +154,8 @@ def flag_group(group: str, iface) -> list:
         raise AssertionError(group)
     title = {"inputs": "inputs (symbols of the formula files with a command-line name)",
              "options": "options (from the formula files; a preset such as --precision sets several)"}.get(group, "")
-    return [Flag(f.name, f.kind, f.help, f.choices, f.required, f.default, f.metavar, f.dest, title) for f in flags]
+    return [Flag(f.name, f.kind, f.help, f.choices, f.required, f.default, f.metavar, f.dest, title, f.short)
+            for f in flags]
 
 
 def commands(iface) -> dict:
@@ -421,7 +451,77 @@ def cmd_check(args, voc):
     return ExitStatus.BAD_INPUT if diags else ExitStatus.OK
 
 
-HANDLERS = {"estimate": cmd_estimate, "solve": cmd_solve, "fit": cmd_fit, "derive": cmd_derive,
+def cmd_advise(args, voc):
+    from vramsym.printers.report import print_advice
+    capacity, cap_desc = vramsym.resolve_capacity(args.gpu)
+    model = vramsym.load_model(args.model, args.formulas)
+    res = vramsym.advise(model, args.regime, _options(args), _inputs(args, voc.iface), args.gpu,
+                         model_ref=args.model, formulas=args.formulas, vocabulary=voc)
+    if args.json:
+        _print_json({k: v for k, v in res.items() if k != "estimate"})
+    else:
+        print_advice(res, cap_desc, args.unit, sys.stdout)
+    return ExitStatus.OK
+
+
+_PLOT_TO = {"batch": "64", "seq": "131072", "lora_rank": "256", "gpus": "64"}
+
+
+def cmd_plot(args, voc):
+    from vramsym.engine.sweep import _int
+    model = vramsym.load_model(args.model, args.formulas)
+    inputs = _inputs(args, voc.iface)
+    if not args.output and not args.json:
+        raise InputError("plot needs -o FILE.png|FILE.svg|FILE.pdf (or --json for the plotted data)")
+    if args.output:
+        from vramsym.printers.plot import check_output
+        check_output(args.output)
+    r = vramsym.compile(model, args.regime, _options(args), formulas=args.formulas, vocabulary=voc)
+    _warn_unused(r, inputs, args)
+    gpus = [(g, vramsym.resolve_capacity(g)[0]) for g in args.gpu]
+    if gpus:
+        inputs = r.with_gpu(inputs, gpus[0][0])
+    unit = args.unit or "GiB"
+    if args.map:
+        if not gpus:
+            raise InputError("plot --map needs --gpu CAPACITY (the frontier is where the total meets it)")
+        data = vramsym.plot_map(r, gpus[0][1], inputs, points=_int(args.points, "--points"))
+        data["capacity_label"] = gpus[0][0]
+        if args.output:
+            from vramsym.printers import plot
+            plot.heatmap(data, args.output, unit, gpus[0][0])
+    else:
+        lo = _int(args.x_from, "--from")
+        hi = _int(args.x_to or _PLOT_TO[args.vary], "--to")
+        data = vramsym.plot_curve(r, args.vary, lo, hi, inputs, gpus, points=_int(args.points, "--points"), log=args.log)
+        if args.output:
+            from vramsym.printers import plot
+            plot.curve(data, args.output, unit, args.log)
+    if args.output:
+        data["output"] = args.output
+    if args.json:
+        _print_json(data)
+    else:
+        print(f"wrote {args.output}")
+    return ExitStatus.OK
+
+
+def cmd_html(args, voc):
+    from vramsym.printers.calculator import page
+    text = page(args.model or None, voc)
+    try:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as e:
+        raise InputError(f"cannot write {args.output}: {e.strerror}") from None
+    if args.json:
+        _print_json({"output": args.output, "bytes": len(text.encode())})
+    else:
+        print(f"wrote {args.output} ({len(text.encode()):,} bytes)")
+    return ExitStatus.OK
+
+
+HANDLERS = {"advise": cmd_advise, "plot": cmd_plot, "html": cmd_html, "estimate": cmd_estimate, "solve": cmd_solve, "fit": cmd_fit, "derive": cmd_derive,
             "export": cmd_export, "measure": cmd_measure, "dtype": cmd_dtype, "models": cmd_models,
             "gpus": cmd_gpus, "formulas": cmd_formulas, "check": cmd_check}
 

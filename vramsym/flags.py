@@ -24,11 +24,11 @@ class UsageError(VramError):
 
 class Flag:
     """``kind``: value | bool | append | positional | positional+ (one or more)."""
-    __slots__ = ("name", "dest", "kind", "help", "choices", "required", "default", "metavar", "group")
+    __slots__ = ("name", "dest", "kind", "help", "choices", "required", "default", "metavar", "group", "short")
 
     def __init__(self, name, kind="value", help="", choices=None, required=False, default=None,
-                 metavar=None, dest=None, group=""):
-        self.name, self.kind, self.help, self.choices = name, kind, help, choices
+                 metavar=None, dest=None, group="", short=None):
+        self.name, self.kind, self.help, self.choices, self.short = name, kind, help, choices, short
         self.required, self.metavar, self.group = required, metavar, group
         self.default = [] if kind == "append" and default is None else (False if kind == "bool" else default)
         self.dest = dest or name.lstrip("-").replace("-", "_")
@@ -80,6 +80,7 @@ def parse(argv, commands: dict, version: str):
                                                           f"; commands: {', '.join(commands)}"))
     flags = commands[command][1]
     by_name = {f.name: f for f in flags if not f.positional}
+    by_name.update({f.short: f for f in flags if f.short})
     positionals = [f for f in flags if f.positional]
     values = {f.dest: (list(f.default) if f.kind == "append" else f.default) for f in flags}
     seen, pos = set(), []
@@ -88,7 +89,7 @@ def parse(argv, commands: dict, version: str):
         a = args[i]
         if a in ("-h", "--help"):
             return "help", help_text(commands, command)
-        if a.startswith("--") and len(a) > 2:
+        if (a.startswith("--") and len(a) > 2) or a.partition("=")[0] in by_name:
             name, eq, inline = a.partition("=")
             f = by_name.get(name)
             if f is None:
@@ -163,7 +164,7 @@ def help_text(commands: dict, command=None) -> str:
         if f.group != group:
             group = f.group
             lines += ["", (group or "flags") + ":"]
-        head = f"  {f.name if not f.positional else f.shown_metavar()}"
+        head = f"  {(f.short + ', ' if f.short else '') + f.name if not f.positional else f.shown_metavar()}"
         if not f.positional and f.kind != "bool":
             head += f" [{f.shown_metavar()}]" if f.kind == "switch" else f" {f.shown_metavar()}"
         text = f.help + (" (required)" if f.required and not f.positional else "")

@@ -151,3 +151,40 @@ def print_solution(d: dict, unit: str | None, out) -> None:
           f"`vramsym derive --solve` shows the derivation)", file=out)
     print(file=out)
     print_estimate(d["estimate"], unit, out, d["capacity_bytes"])
+
+
+COST = {0: "none", 1: "small", 2: "moderate", 3: "large"}
+
+
+def print_advice(d: dict, cap_desc: str, unit: str | None, out) -> None:
+    """``vramsym advise``: the configuration's total, then the changes, those that fit first."""
+    state = "fits" if d["fits"] else "does not fit"
+    print(f"now: {d['total_bytes']:,} B = {_sizes(d['total_bytes'], unit)} on {cap_desc} = "
+          f"{d['capacity_bytes']:,} B: {state}, headroom {d['headroom_bytes']:,} B", file=out)
+    for alias, s in d.get("sensitivity", {}).items():
+        if s["exact"] is None:
+            continue
+        here = f"{float(s['exact']):,.0f}" if "/" not in s["exact"] else f"{s['exact']} = {float(s['exact']):,.2f}"
+        shape = "constant here" if s["derivative"] == s["exact"] else f"= {s['derivative']}"
+        print(f"d total / d {alias}: {here} B per one more {alias} ({shape}; sympy, at the active branch)", file=out)
+    if not d["changes"]:
+        print("no change in formulas/advice.json lowers the total of this configuration", file=out)
+    print(file=out)
+    print(f"  {'':1} {'change':<58} {'total':>24} {'headroom':>19}  {'cost':<8}  flags", file=out)
+    for c in d["changes"]:
+        mark = "+" if c["fits"] else "-"
+        tot = f"{c['total_bytes']:,} B"
+        name = c["change"]
+        if len(name) > 58:
+            print(f"  {mark} {name}", file=out)
+            mark, name = " ", ""
+        print(f"  {mark} {name:<58} {tot:>24} {c['headroom_bytes']:>17,} B  {COST.get(c['cost_rank'], '?'):<8}  "
+              f"{' '.join(c['args'])}", file=out)
+    print(file=out)
+    print("+ fits, - does not fit; cost: what the change costs in speed or quality (--json: throughput, quality, "
+          "source, and argv, the `vramsym estimate` command that gives each total)", file=out)
+    for c in d["changes"]:
+        if c["fits"]:
+            print(f"best: {c['change']}: {c['throughput']}; quality: {c['quality']}", file=out)
+            print(f"  vramsym {' '.join(c['argv'])}", file=out)
+            break

@@ -1,0 +1,270 @@
+"""What to change so that a job fits: ``vramsym advise``.
+
+The changes are data (``formulas/advice.json``): options to set, inputs to set, a regime to move
+to, or a solve (the largest batch or sequence that fits, the fewest GPUs). Each change is applied
+to the user's configuration and evaluated by the same compiled regimes as ``estimate``; a change
+the regime does not read, or one that saves nothing, is left out. The rows carry the flags that
+reproduce them (``args``: the flags that change; ``argv``: the whole ``vramsym estimate`` command),
+so ``estimate`` with them prints the same ``total_bytes``. When no single change fits, the largest
+savings are combined, one at a time, until the job fits. The sensitivity of the total to the
+continuous inputs (d total / d batch, d total / d seq) comes from the sympy composition.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+from ..errors import DoesNotFit, InputError, SolveError
+
+MAX_COMBINED = 4          # changes combined at most, when no single one fits
+
+
+def catalog() -> list:
+    from ..catalog.paths import formulas_path, read_text
+    return json.loads(read_text(os.path.join(formulas_path(), "advice.json")))["changes"]
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _show(value) -> str:
+    return str(value).replace("_", "-")
+
+
+class Request:
+    """One configuration as the user gave it: what ``estimate`` and the rows' ``argv`` are built from."""
+
+    def __init__(self, model, model_ref: str, regime: str, options: dict, inputs: dict, gpu: str, voc, formulas=()):
+        self.model, self.model_ref, self.regime = model, model_ref, regime
+        self.options, self.inputs, self.gpu = dict(options), dict(inputs), gpu
+        self.voc, self.formulas = voc, tuple(formulas)
+
+    def derived(self, regime=None, options=None, inputs=None) -> "Request":
+        return Request(self.model, self.model_ref, regime or self.regime, dict(self.options, **(options or {})),
+                       dict(self.inputs, **(inputs or {})), self.gpu, self.voc, self.formulas)
+
+    def compiled(self):
+        from .runtime import compile as _compile
+        return _compile(self.model, self.regime, self.options, formulas=self.formulas, vocabulary_=self.voc)
+
+    def evaluate(self):
+        r = self.compiled()
+        return r, r.evaluate(r.with_gpu(self.inputs, self.gpu))
+
+    def argv(self) -> list:
+        out = ["estimate", "--model", self.model_ref, "--regime", self.regime]
+        for k, v in sorted(self.options.items()):
+            out += [_flag(k), _show(v)]
+        aliases = {m["alias"] for m in self.voc.iface["symbols"].values() if m["alias"]}
+        for k, v in sorted(self.inputs.items()):
+            out += [_flag(k), str(v)] if k in aliases else ["--set", f"{k}={v}"]
+        return out + ["--gpu", self.gpu]
+
+
+def _args_of(base: Request, new: Request) -> list:
+    """The flags of ``new`` that differ from ``base``."""
+    out = [] if new.regime == base.regime else ["--regime", new.regime]
+    for k, v in sorted(new.options.items()):
+        if base.options.get(k) != v:
+            out += [_flag(k), _show(v)]
+    aliases = {m["alias"] for m in base.voc.iface["symbols"].values() if m["alias"]}
+    for k, v in sorted(new.inputs.items()):
+        if str(base.inputs.get(k)) != str(v):
+            out += [_flag(k), str(v)] if k in aliases else ["--set", f"{k}={v}"]
+    return out
+
+
+def _applies(change: dict, req: Request, compiled) -> bool:
+    if "regimes" in change and req.regime not in change["regimes"]:
+        return False
+    used = set(compiled.regime.used_options)
+    if any(o not in used for o in change.get("options", {})):
+        return False
+    current = dict(compiled.regime.options)
+    if "regime" not in change and all(current.get(k) == v for k, v in change.get("options", {}).items()) \
+            and all(str(req.inputs.get(k)) == str(v) for k, v in change.get("inputs", {}).items()):
+        return False           # already so
+    for name in change.get("inputs", {}):
+        if compiled.regime.symbol(name) is None:
+            return False
+    return True
+
+
+def _row(change: dict, base: Request, new: Request, est, capacity: int, base_total: int, extra=None) -> dict:
+    row = {"change": change["change"], "args": _args_of(base, new), "argv": new.argv(),
+           "regime": new.regime, "total_bytes": est.total_bytes, "capacity_bytes": capacity,
+           "fits": est.total_bytes <= capacity, "headroom_bytes": capacity - est.total_bytes,
+           "saved_bytes": base_total - est.total_bytes, "cost_rank": change.get("cost_rank", 2),
+           "throughput": change.get("throughput", ""), "quality": change.get("quality", ""),
+           "source": change.get("source", "")}
+    row.update(extra or {})
+    return row
+
+
+def _solve_row(change: dict, base: Request, r, capacity: int, base_total: int):
+    what = change["solve"]
+    if what == "gpus":
+        if r.regime.symbol("gpus") is None or any(k in base.inputs for k in ("gpus", "n_gpu")):
+            return None
+        from .layouts import min_gpus
+        ins = r.with_gpu(base.inputs, base.gpu)
+        est, lay = min_gpus(r, capacity, ins)["best"]
+        if lay["gpus"] <= 1:
+            return None
+        set_ = {"gpus": lay["gpus"], "tp": lay["tp"], "pp": lay["pp"], "zero": lay["zero"]}
+        new = base.derived(inputs={k: v for k, v in set_.items() if not (k in ("tp", "pp") and v == 1
+                                                                          and k not in base.inputs)})
+        return _row(change, base, new, new.evaluate()[1], capacity, base_total, {"layout": lay})
+    if r.regime.symbol(what) is None:
+        return None
+    given = {k: v for k, v in base.inputs.items() if k != what and r.regime.symbol(k) != r.regime.symbol(what)}
+    sol = r.solve(what, capacity, r.with_gpu(given, base.gpu))
+    current = base.inputs.get(what)
+    if current is not None and str(sol.value) == str(current):
+        return None
+    new = Request(base.model, base.model_ref, base.regime, base.options, dict(given, **{what: sol.value}),
+                  base.gpu, base.voc, base.formulas)
+    return _row(change, base, new, new.evaluate()[1], capacity, base_total, {"solved": {what: sol.value}})
+
+
+def _local(expr, at: dict):
+    """``expr`` as it is near the point ``at``: each Max / Min replaced by its active argument, each
+    Piecewise by its active branch, each ceiling / floor by its value (constant almost everywhere)."""
+    import sympy
+    from sympy.functions.elementary.piecewise import ExprCondPair
+
+    def value(e):
+        return e.xreplace(at)
+
+    def walk(e):
+        if not e.args or e.is_Atom:
+            return e
+        if isinstance(e, (sympy.Max, sympy.Min)):
+            args = [walk(a) for a in e.args]
+            vals = [value(a) for a in args]
+            pick = max if isinstance(e, sympy.Max) else min
+            return args[vals.index(pick(vals))]
+        if isinstance(e, sympy.Piecewise):
+            for branch in e.args:
+                if bool(value(branch.cond)):
+                    return walk(branch.expr)
+            return e
+        if isinstance(e, (sympy.ceiling, sympy.floor)):
+            return value(e)
+        if isinstance(e, ExprCondPair):
+            return e
+        return e.func(*[walk(a) for a in e.args])
+    return walk(expr)
+
+
+def sensitivity(est, names=("batch", "seq")) -> dict:
+    """d total / d x at this configuration, for the inputs ``names`` the total reads: the derivative
+    (sympy, of the total with the model's numbers and the other inputs substituted, each max / min /
+    piecewise at its active branch) as an expression in x, and its exact value here."""
+    import sympy
+    from fractions import Fraction
+    from .regimes import compose
+    from .runtime import vocabulary
+    compiled = est.compiled
+    syms = {n: compiled.symbol(n) for n in names if compiled.symbol(n) in compiled.args}
+    if not syms:
+        return {}
+    composed = compose(vocabulary().load_library(), compiled.regime, dict(compiled.options))
+    values = est.binding.values
+
+    def rat(v):
+        f = Fraction(v)
+        return sympy.Rational(f.numerator, f.denominator)
+    at = {sym: rat(values[n]) for n, sym in composed.symbols.items() if n in values}
+    out = {}
+    for alias, s in syms.items():
+        x = composed.symbols[s]
+        local = _local(composed.total, at).xreplace({k: v for k, v in at.items() if k != x})
+        d = sympy.expand(sympy.diff(local, x))
+        here = d.xreplace({x: at[x]})
+        exact = Fraction(int(here.p), int(here.q)) if here.is_Rational else None
+        out[alias] = {"symbol": s, "derivative": sympy.sstr(d), "bytes_per_unit": None if exact is None else float(exact),
+                      "exact": None if exact is None else str(exact)}
+    return out
+
+
+def advise(req: Request, capacity: int) -> dict:
+    """The changes that make ``req`` fit ``capacity`` (bytes), ranked: those that fit first, by what
+    they cost (``cost_rank``) and then by bytes saved; then those that do not fit, by bytes saved."""
+    r, est = req.evaluate()
+    base_total = est.total_bytes
+    rows, problems = [], []
+    for change in catalog():
+        try:
+            if "solve" in change:
+                row = _solve_row(change, req, r, capacity, base_total)
+            else:
+                if not _applies(change, req, r):
+                    continue
+                new = req.derived(change.get("regime"), change.get("options"), change.get("inputs"))
+                new_r, new_est = new.evaluate()
+                row = _row(change, req, new, new_est, capacity, base_total)
+        except DoesNotFit as e:
+            problems.append({"change": change["change"], "error": str(e)})
+            continue
+        except (InputError, SolveError) as e:
+            problems.append({"change": change["change"], "error": str(e)})
+            continue
+        if row is not None and row["saved_bytes"] > 0:
+            rows.append(row)
+    combined = None
+    if not any(x["fits"] for x in rows if "solved" not in x and "layout" not in x):
+        # no single change fits at this batch and sequence on one GPU: combine them
+        combined = _combine(req, rows, capacity, base_total)
+        if combined:
+            rows.append(combined)
+    rows.sort(key=lambda x: (not x["fits"], x["cost_rank"] if x["fits"] else 0, -x["saved_bytes"]))
+    return {"total_bytes": base_total, "capacity_bytes": capacity, "fits": base_total <= capacity,
+            "headroom_bytes": capacity - base_total, "estimate": est, "changes": rows, "problems": problems}
+
+
+def _combine(req: Request, rows: list, capacity: int, base_total: int):
+    """The option / regime changes with the largest savings, added one at a time until the job fits."""
+    cats = {c["change"]: c for c in catalog()}
+    singles = sorted((x for x in rows if "solved" not in x and "layout" not in x), key=lambda x: -x["saved_bytes"])
+    cur, names, seen_keys = req, [], set()
+    for row in singles:
+        change = cats[row["change"]]
+        keys = set(change.get("options", {})) | ({"__regime__"} if "regime" in change else set())
+        if keys & seen_keys:
+            continue
+        if "regimes" in change and cur.regime not in change["regimes"]:
+            continue
+        trial = cur.derived(change.get("regime"), change.get("options"), change.get("inputs"))
+        try:
+            _, est = trial.evaluate()
+        except (InputError, SolveError):
+            continue
+        if est.total_bytes >= (cur.evaluate()[1].total_bytes):
+            continue
+        cur, seen_keys = trial, seen_keys | keys
+        names.append(change)
+        if est.total_bytes <= capacity or len(names) >= MAX_COMBINED:
+            break
+    if len(names) < 2:
+        return None
+    r, est = cur.evaluate()
+    extra = {"combined": [c["change"] for c in names]}
+    if est.total_bytes > capacity and r.regime.symbol("batch") is not None:
+        given = {k: v for k, v in cur.inputs.items() if r.regime.symbol(k) != r.regime.symbol("batch")}
+        try:
+            sol = r.solve("batch", capacity, r.with_gpu(given, cur.gpu))
+        except (DoesNotFit, InputError, SolveError):
+            sol = None
+        if sol is not None:
+            cur = Request(cur.model, cur.model_ref, cur.regime, cur.options, dict(given, batch=sol.value),
+                          cur.gpu, cur.voc, cur.formulas)
+            names.append(next(c for c in catalog() if c.get("solve") == "batch"))
+            extra = {"combined": [c["change"] for c in names], "solved": {"batch": sol.value}}
+            est = cur.evaluate()[1]
+    merged = {"change": " + ".join(c["change"] for c in names), "cost_rank": max(c.get("cost_rank", 2) for c in names),
+              "throughput": "; ".join(c.get("throughput", "") for c in names),
+              "quality": "; ".join(c.get("quality", "") for c in names),
+              "source": "; ".join(c.get("source", "") for c in names)}
+    return _row(merged, req, cur, est, capacity, base_total, extra)
