@@ -204,3 +204,277 @@ def test_a_folder_with_only_a_config_is_unchanged(tmp_path, capsys):
     (d / "config.json").write_text(json.dumps(TINY))
     data = estimate_json(capsys, "--model", str(d))
     assert data["options"]["weights_source"] == "formula"
+
+
+# ---- GGUF (written with the gguf package's GGUFWriter) ----
+
+def write_gguf(path, tie=False):
+    """A tiny llama-like GGUF with Q4_K, Q6_K and F32 tensors; returns {name: bytes}."""
+    gguf = pytest.importorskip("gguf")
+    import numpy as np
+    T = gguf.GGMLQuantizationType
+    w = gguf.GGUFWriter(str(path), "llama")
+    h, L, nq, nkv, ff, V = 256, 2, 4, 2, 512, 512
+    w.add_context_length(2048)
+    w.add_embedding_length(h)
+    w.add_block_count(L)
+    w.add_feed_forward_length(ff)
+    w.add_head_count(nq)
+    w.add_head_count_kv(nkv)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_file_type(15)                         # LLAMA_FTYPE_MOSTLY_Q4_K_M
+    w.add_token_list([f"t{i}".encode() for i in range(V)])
+    sizes = {}
+
+    def add(name, shape, qt):
+        block, size = gguf.GGML_QUANT_SIZES[qt]
+        if qt == T.F32:
+            w.add_tensor(name, np.zeros(shape, dtype=np.float32))
+        else:       # quantized tensors are given as their raw bytes, last dimension in bytes
+            w.add_tensor(name, np.zeros((*shape[:-1], shape[-1] // block * size), dtype=np.uint8), raw_dtype=qt)
+        sizes[name] = int(np.prod(shape)) // block * size
+
+    d = h // nq
+    add("token_embd.weight", (V, h), T.Q4_K)
+    for i in range(L):
+        add(f"blk.{i}.attn_norm.weight", (h,), T.F32)
+        add(f"blk.{i}.attn_q.weight", (nq * d, h), T.Q4_K)
+        add(f"blk.{i}.attn_k.weight", (nkv * d, h), T.Q4_K)
+        add(f"blk.{i}.attn_v.weight", (nkv * d, h), T.Q6_K)
+        add(f"blk.{i}.attn_output.weight", (h, nq * d), T.Q4_K)
+        add(f"blk.{i}.ffn_norm.weight", (h,), T.F32)
+        add(f"blk.{i}.ffn_gate.weight", (ff, h), T.Q4_K)
+        add(f"blk.{i}.ffn_up.weight", (ff, h), T.Q4_K)
+        add(f"blk.{i}.ffn_down.weight", (h, ff), T.Q6_K)
+    add("output_norm.weight", (h,), T.F32)
+    if not tie:
+        add("output.weight", (V, h), T.Q6_K)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return sizes
+
+
+def test_gguf_weights_are_the_tensors_bytes(tmp_path, capsys):
+    sizes = write_gguf(tmp_path / "tiny.gguf")
+    data = estimate_json(capsys, "--model", str(tmp_path / "tiny.gguf"))
+    assert weights_of(data) == sum(sizes.values())
+    assert data["options"]["weights_source"] == "file"
+    assert data["options"]["quant"] in ("q4_k_m", "q4-k-m")        # general.file_type 15
+    m = vramsym.load_model(str(tmp_path / "tiny.gguf"))
+    assert m.config["hidden_size"] == 256 and m.config["num_hidden_layers"] == 2
+    assert m.config["num_key_value_heads"] == 2 and m.config["vocab_size"] == 512
+    assert m.config["intermediate_size"] == 512 and m.config["max_position_embeddings"] == 2048
+    assert m.checkpoint["bytes_by_dtype"].keys() == {"Q4_K", "Q6_K", "F32"}
+
+
+@pytest.mark.parametrize("tie", [False, True])
+def test_llama_cpp_regime_gives_a_cited_breakdown(tmp_path, capsys, tie):
+    sizes = write_gguf(tmp_path / "tiny.gguf", tie=tie)
+    data = estimate_json(capsys, "--model", str(tmp_path / "tiny.gguf"), "--regime", "llama_cpp")
+    comps = {c["name"]: c for c in data["components"]}
+    embd = sizes["token_embd.weight"]
+    # the token embedding stays on the CPU; a tied head copies it to the GPU as the output
+    assert comps["lcpp_weights"]["bytes"] == sum(sizes.values()) - embd + (embd if tie else 0)
+    assert comps["lcpp_weights_host"]["bytes"] == embd
+    # K and V in f16: 2 layers x 256 cells (64 tokens padded to 256) x n_kv 2 x d_head 64 x 2 x 2 B
+    assert comps["lcpp_kv_cache"]["bytes"] == 2 * 256 * 2 * 64 * 2 * 2
+    for c in comps.values():
+        assert c["sources"], c["name"]
+        if c["name"].startswith("lcpp_"):
+            assert any("llama" in s or "ggml" in s for s in c["sources"]), c
+
+
+def test_llama_cpp_cache_types_and_padding(tmp_path, capsys):
+    write_gguf(tmp_path / "tiny.gguf")
+    data = estimate_json(capsys, "--model", str(tmp_path / "tiny.gguf"), "--regime", "llama_cpp",
+                         "--cache-type-k", "q8_0", "--cache-type-v", "q4_0")
+    kv = next(c["bytes"] for c in data["components"] if c["name"] == "lcpp_kv_cache")
+    assert kv == 2 * 256 * 128 * (34 + 18) // 32
+    code, out, err = cli(capsys, "solve", "max_seq", "--model", str(tmp_path / "tiny.gguf"), "--regime", "llama_cpp",
+                         "--batch", "1", "--gpu", "1GB", "--json")
+    assert code == 0, err
+    assert json.loads(out)["value"] % 256 == 0         # the context is padded to 256 cells
+
+
+def test_every_llama_cpp_term_cites_llama_cpp(lib):
+    from pathlib import Path
+    text = (Path(HERE).parent / "formulas" / "llama_cpp.vram").read_text()
+    terms = [line.split()[1] for line in text.splitlines() if line.startswith("term ")]
+    assert terms
+    for t in terms:
+        assert lib.terms[t].sources, t
+
+
+# ---- Hugging Face ids from a cache in huggingface_hub's layout ----
+
+def build_hub_cache(root, repo="tiny-org/tiny-llama", tensors=None, rev="0123456789abcdef0123456789abcdef01234567"):
+    org, name = repo.split("/")
+    base = root / f"models--{org}--{name}"
+    snap = base / "snapshots" / rev
+    snap.mkdir(parents=True)
+    (base / "refs").mkdir()
+    (base / "refs" / "main").write_text(rev)
+    (snap / "config.json").write_text(json.dumps(TINY))
+    tensors = tensors or dense_tensors(TINY)
+    write_safetensors(snap / "model.safetensors", tensors)
+    return tensors
+
+
+@pytest.fixture
+def hub_env(monkeypatch, tmp_path):
+    pytest.importorskip("huggingface_hub")
+    cache = tmp_path / "hub"
+    cache.mkdir()
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return cache
+
+
+def test_hub_id_from_the_cache_offline(hub_env, capsys):
+    tensors = build_hub_cache(hub_env)
+    data = estimate_json(capsys, "--model", "tiny-org/tiny-llama")
+    assert weights_of(data) == header_bytes(tensors)
+    assert data["options"]["weights_source"] == "file"
+
+
+def test_hub_id_through_hf_home(monkeypatch, tmp_path, capsys):
+    pytest.importorskip("huggingface_hub")
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    (tmp_path / "home" / "hub").mkdir(parents=True)
+    tensors = build_hub_cache(tmp_path / "home" / "hub")
+    m = vramsym.load_model("tiny-org/tiny-llama")
+    assert m.checkpoint["weight_bytes"] == header_bytes(tensors)
+    assert m.hf_id == "tiny-org/tiny-llama"
+
+
+def test_hub_id_not_cached_offline_is_exit_1_with_both_ways_out(hub_env, capsys):
+    code, out, err = cli(capsys, "estimate", "--model", "nobody/not-cached", "--batch", "1", "--seq", "8")
+    assert code == ExitStatus.BAD_INPUT
+    assert "not in the Hugging Face cache" in err and "HF_HUB_OFFLINE" in err and "HF_HUB_CACHE" in err
+    assert "Traceback" not in err
+
+
+def test_catalog_names_and_paths_win_over_hub_ids(hub_env, tmp_path, monkeypatch, capsys):
+    assert vramsym.load_model("llama-3.1-8b").checkpoint is None
+    d = make_dir(tmp_path / "org" / "name", TINY, dense_tensors(TINY))
+    monkeypatch.chdir(tmp_path)
+    assert vramsym.load_model("org/name").source == str(d.relative_to(tmp_path))   # the folder, not the hub
+    from vramsym.catalog.hub import is_hub_id
+    assert is_hub_id("meta-llama/Llama-3.1-8B")
+    assert not is_hub_id("foo/config.json") and not is_hub_id("a/b/c") and not is_hub_id("../x")
+
+
+# ---- hostile headers ----
+
+def raw_safetensors(path, header_bytes_, data=b"", length=None):
+    n = len(header_bytes_) if length is None else length
+    path.write_bytes(struct.pack("<Q", n) + header_bytes_ + data)
+
+
+def ckpt_dir(tmp_path):
+    d = tmp_path / "bad"
+    d.mkdir(exist_ok=True)
+    (d / "config.json").write_text(json.dumps(TINY))
+    return d
+
+
+def header(**tensors):
+    return json.dumps(tensors).encode()
+
+
+@pytest.mark.parametrize("make,needle", [
+    (lambda p: p.write_bytes(b"\x01\x02"), "shorter than the 8-byte"),
+    (lambda p: raw_safetensors(p, b"{}", length=2**40), "more than"),
+    (lambda p: raw_safetensors(p, b"{}", length=1000), "truncated"),
+    (lambda p: raw_safetensors(p, b"not json"), "not valid JSON"),
+    (lambda p: raw_safetensors(p, b"\xff\xfe"), "not UTF-8"),
+    (lambda p: raw_safetensors(p, b"[1, 2]"), "not an object"),
+    (lambda p: raw_safetensors(p, b"[" * 100000), "nests too deeply"),
+    (lambda p: raw_safetensors(p, header(w={"dtype": "F17", "shape": [2], "data_offsets": [0, 4]}), bytes(4)), "unknown dtype"),
+    (lambda p: raw_safetensors(p, header(w={"dtype": "F16", "shape": [-2], "data_offsets": [0, 4]}), bytes(4)), "shape"),
+    (lambda p: raw_safetensors(p, header(w={"dtype": "F16", "shape": [2**62] * 30, "data_offsets": [0, 4]}), bytes(4)), "data_offsets span"),
+    (lambda p: raw_safetensors(p, header(w={"dtype": "F16", "shape": [2], "data_offsets": [0, 4000]}), bytes(4)), "outside"),
+    (lambda p: raw_safetensors(p, header(w={"dtype": "F16", "shape": [2], "data_offsets": [4, 0]}), bytes(4)), "data_offsets"),
+    (lambda p: raw_safetensors(p, header(a={"dtype": "F16", "shape": [2], "data_offsets": [0, 4]},
+                                         b={"dtype": "F16", "shape": [2], "data_offsets": [2, 6]}), bytes(8)), "overlap"),
+    (lambda p: raw_safetensors(p, b'{"w": {"dtype": "F16", "shape": [2], "data_offsets": [0, 4]}, '
+                                  b'"w": {"dtype": "F16", "shape": [2], "data_offsets": [0, 4]}}', bytes(4)), "twice"),
+    (lambda p: raw_safetensors(p, header(w={"dtype": "F16", "shape": [2], "data_offsets": [0, 4]}, **{"__metadata__": {"x": "y"}})
+                               + b"", bytes(2)), "outside"),
+])
+def test_malformed_safetensors_headers_are_exit_1_naming_the_file(tmp_path, capsys, make, needle):
+    d = ckpt_dir(tmp_path)
+    make(d / "model.safetensors")
+    code, out, err = cli(capsys, "estimate", "--model", str(d), "--batch", "1", "--seq", "8")
+    assert code == ExitStatus.BAD_INPUT, (code, err)
+    assert needle in err and "model.safetensors" in err, err
+
+
+def test_an_index_pointing_outside_the_folder_is_refused(tmp_path, capsys):
+    d = ckpt_dir(tmp_path)
+    write_safetensors(tmp_path / "outside.safetensors", {"w": ("F16", (2,))})
+    (d / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"w": "../outside.safetensors"}}))
+    code, out, err = cli(capsys, "estimate", "--model", str(d), "--batch", "1", "--seq", "8")
+    assert code == ExitStatus.BAD_INPUT and "not a file of the folder" in err, err
+
+
+@pytest.mark.parametrize("cut", [3, 10, 24, 40, 200, 2000, -100])
+def test_truncated_gguf_is_exit_1_naming_the_file(tmp_path, capsys, cut):
+    write_gguf(tmp_path / "full.gguf")
+    raw = (tmp_path / "full.gguf").read_bytes()
+    bad = tmp_path / "cut.gguf"
+    bad.write_bytes(raw[:cut])
+    code, out, err = cli(capsys, "estimate", "--model", str(bad), "--batch", "1", "--seq", "8")
+    assert code == ExitStatus.BAD_INPUT, (code, err)
+    assert "cut.gguf" in err, err
+
+
+# ---- fuzz: whatever the header says, exit 0 or exit 1 with a sentence, never a traceback ----
+
+FUZZ = settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+
+_json_scalar = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=False),
+                         st.text(max_size=8))
+_entry = st.fixed_dictionaries({}, optional={
+    "dtype": st.one_of(st.sampled_from(["F16", "BF16", "F32", "I32", "U8", "F4", "X"]), _json_scalar),
+    "shape": st.one_of(st.lists(st.integers(-3, 2**64), max_size=6), _json_scalar),
+    "data_offsets": st.one_of(st.lists(st.integers(-10, 2**64), min_size=0, max_size=3), _json_scalar)})
+
+
+@FUZZ
+@given(tensors=st.dictionaries(st.text(min_size=1, max_size=12), st.one_of(_entry, _json_scalar), max_size=4),
+       data_len=st.integers(0, 64), length_delta=st.sampled_from([0, 0, 0, 1, -1, 2**33]),
+       junk=st.binary(max_size=16))
+def test_fuzz_safetensors_headers(tmp_path_factory, capsys, tensors, data_len, length_delta, junk):
+    d = ckpt_dir(tmp_path_factory.mktemp("fz"))
+    raw = json.dumps(tensors).encode() + junk
+    raw_safetensors(d / "model.safetensors", raw, bytes(data_len), length=max(0, len(raw) + length_delta))
+    try:
+        m = vramsym.load_model(str(d))
+    except InputError as e:
+        assert "model.safetensors" in str(e) or "config" in str(e), str(e)
+        return
+    assert m.checkpoint["weight_bytes"] <= data_len
+
+
+@FUZZ
+@given(cut=st.integers(0, 4000), flips=st.lists(st.tuples(st.integers(0, 4000), st.integers(0, 255)), max_size=4))
+def test_fuzz_gguf_headers(tmp_path_factory, cut, flips):
+    d = tmp_path_factory.mktemp("gz")
+    write_gguf(d / "full.gguf")
+    raw = bytearray((d / "full.gguf").read_bytes())
+    for pos, val in flips:
+        if pos < len(raw):
+            raw[pos] = val
+    bad = d / "bad.gguf"
+    bad.write_bytes(bytes(raw[:len(raw) - cut]))
+    try:
+        m = vramsym.load_model(str(bad))
+    except InputError as e:
+        assert "bad.gguf" in str(e), str(e)
+        return
+    assert m.checkpoint["weight_bytes"] <= len(raw)
