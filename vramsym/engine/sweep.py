@@ -48,7 +48,7 @@ def _check_vary(r, vary: str, inputs: dict):
     if vary not in VARY:
         raise InputError(f"--vary must be one of {', '.join(VARY)}, not '{vary}'")
     name = r.regime.symbol(vary)
-    if name is None or name not in r.regime.args:
+    if name is None or not ({name} | r._readers({name})) & set(r.regime.args):   # read directly or by a default
         raise InputError(f"the {r.regime.regime} total does not depend on {vary}: nothing to plot against it")
     if vary in inputs or name in inputs:
         raise InputError(f"'{vary}' is both given and varied: drop --{vary.replace('_', '-')}")
