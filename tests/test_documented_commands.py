@@ -56,6 +56,10 @@ def workdir(tmp_path_factory):
     (d / "config.json").write_text(json.dumps(entry["config"]))
     (d / "my.vram").write_text(MY_VRAM)
     (d / "formulas").symlink_to(ROOT / "formulas")
+    # the README's checkpoint examples: a tiny safetensors folder and a tiny GGUF file
+    from test_checkpoints import TINY, dense_tensors, make_dir, write_gguf
+    make_dir(d / "my-checkpoint", TINY, dense_tensors(TINY))
+    write_gguf(d / "my-model.Q4_K_M.gguf")
     return d
 
 
