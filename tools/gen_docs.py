@@ -30,6 +30,8 @@ def main():
         inputs = dict(INPUTS)
         if name in ("vllm", "heuristic_1_3"):
             inputs["capacity"] = 81559 * 2**20
+        if name == "llama_cpp":     # a GGUF file's bytes: here the bf16 weights the formulas count
+            inputs["W_file"] = vramsym.estimate(model, "inference", inputs=dict(INPUTS), library=lib).component("weights").bytes
         est = vramsym.estimate(model, name, inputs=inputs, library=lib)
         text = vramsym.derive(est, "markdown", library=lib)
         body = "\n".join(("#" + line) if line.startswith("#") else line for line in text.splitlines())

@@ -328,6 +328,8 @@ def checkpoint_fields(ckpt: Checkpoint, config: dict) -> tuple:
              f"file(s), {ckpt.total_bytes:,} B ({by}); --weights-source formula counts them from the config instead"]
     notes += ckpt.notes
     if ckpt.format == "safetensors":
+        fields["ckpt_embd_bytes"] = sum(t.nbytes for t in ckpt.tensors
+                                        if t.name.endswith(("embed_tokens.weight", "wte.weight", "word_embeddings.weight")))
         quant, group, qnotes = quantization(config, ckpt.tensors)
         if quant is not None:
             fields["ckpt_quant"] = quant
