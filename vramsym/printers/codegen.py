@@ -546,3 +546,80 @@ def export(composed, lib, target: str, binding_values: Optional[Mapping[str, obj
     if emit is None:
         raise InputError(f"unknown export target '{target}': use one of {', '.join(TARGETS)}")
     return emit(prepare(composed, lib, binding_values, term), lib)
+
+
+# ---------------------------------------------------------------------------
+# exact JavaScript: BigInt rationals, for the calculator page (vramsym.printers.calculator)
+
+#: the runtime the exact expressions call: values are [numerator, denominator] BigInt pairs
+JS_EXACT_RUNTIME = r"""
+const Q = (() => {
+  const abs = (x) => (x < 0n ? -x : x);
+  const gcd = (a, b) => { a = abs(a); b = abs(b); while (b) { [a, b] = [b, a % b]; } return a; };
+  const q = (n, d) => {
+    if (d === 0n) throw new Error("division by zero");
+    if (d < 0n) { n = -n; d = -d; }
+    const g = gcd(n, d) || 1n;
+    return [n / g, d / g];
+  };
+  const cmp = (a, b) => { const l = a[0] * b[1], r = b[0] * a[1]; return l < r ? -1 : (l > r ? 1 : 0); };
+  const mu = (a, b) => q(a[0] * b[0], a[1] * b[1]);
+  return {
+    q, cmp,
+    ad: (...xs) => xs.reduce((a, b) => q(a[0] * b[1] + b[0] * a[1], a[1] * b[1])),
+    mu: (...xs) => xs.reduce(mu),
+    pw: (x, k) => { let r = [1n, 1n]; const b = k < 0 ? q(x[1], x[0]) : x; for (let i = 0; i < Math.abs(k); i++) r = mu(r, b); return r; },
+    mx: (...xs) => xs.reduce((a, b) => (cmp(a, b) >= 0 ? a : b)),
+    mn: (...xs) => xs.reduce((a, b) => (cmp(a, b) <= 0 ? a : b)),
+    fl: (x) => { let f = x[0] / x[1]; if (x[0] < 0n && f * x[1] !== x[0]) f -= 1n; return [f, 1n]; },
+    ce: (x) => { let f = x[0] / x[1]; if (x[0] > 0n && f * x[1] !== x[0]) f += 1n; return [f, 1n]; },
+    gt: (a, b) => cmp(a, b) > 0, ge: (a, b) => cmp(a, b) >= 0, lt: (a, b) => cmp(a, b) < 0,
+    le: (a, b) => cmp(a, b) <= 0, eq: (a, b) => cmp(a, b) === 0, ne: (a, b) => cmp(a, b) !== 0,
+    parse: (t) => { const [n, d] = String(t).split("/"); return q(BigInt(n), BigInt(d || "1")); },
+    bytes: (x) => { let f = x[0] / x[1]; if (x[0] > 0n && f * x[1] !== x[0]) f += 1n; return f; },
+    num: (x) => Number(x[0]) / Number(x[1]),
+  };
+})();
+"""
+
+_JS_CALL = {"Add": "Q.ad", "Mul": "Q.mu", "Max": "Q.mx", "Min": "Q.mn", "ceiling": "Q.ce", "floor": "Q.fl"}
+_JS_REL = {"StrictGreaterThan": "Q.gt", "GreaterThan": "Q.ge", "StrictLessThan": "Q.lt", "LessThan": "Q.le",
+           "Equality": "Q.eq", "Unequality": "Q.ne"}
+
+
+def js_exact(expr, arg: str = "a") -> str:
+    """``expr`` as exact JavaScript over the runtime :data:`JS_EXACT_RUNTIME`: every number a BigInt
+    rational, every symbol ``arg["name"]`` (a name is a JSON string: it cannot end the expression)."""
+    def p(e) -> str:
+        kind = type(e).__name__
+        if e is sympy.true:
+            return "true"
+        if e is sympy.false:
+            return "false"
+        if e.is_Rational:
+            return f"[{int(e.p)}n, {int(e.q)}n]"
+        if e.is_Symbol:
+            return f"{arg}[{json.dumps(e.name)}]"
+        if kind in _JS_CALL:
+            return f"{_JS_CALL[kind]}({', '.join(p(a) for a in e.args)})"
+        if kind in _JS_REL:
+            return f"{_JS_REL[kind]}({p(e.lhs)}, {p(e.rhs)})"
+        if kind == "Pow":
+            base, ex = e.args
+            if not ex.is_Integer:
+                raise InputError(f"exact JavaScript takes whole powers only, not {e}")
+            return f"Q.pw({p(base)}, {int(ex)})"
+        if kind == "Piecewise":
+            out = "(() => { throw new Error('no branch of a piecewise term holds'); })()"
+            for branch in reversed(e.args):
+                cond = branch.cond
+                out = p(branch.expr) if cond is sympy.true else f"({p(cond)} ? {p(branch.expr)} : {out})"
+            return out
+        if kind == "And":
+            return "(" + " && ".join(p(a) for a in e.args) + ")"
+        if kind == "Or":
+            return "(" + " || ".join(p(a) for a in e.args) + ")"
+        if kind == "Not":
+            return f"!({p(e.args[0])})"
+        raise InputError(f"exact JavaScript has no form for {kind} ({e})")
+    return p(expr)
