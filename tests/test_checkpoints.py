@@ -433,6 +433,26 @@ def test_truncated_gguf_is_exit_1_naming_the_file(tmp_path, capsys, cut):
     assert "cut.gguf" in err, err
 
 
+def gguf_kv(key, vtype, payload):
+    return struct.pack("<Q", len(key)) + key + struct.pack("<I", vtype) + payload
+
+
+@pytest.mark.parametrize("kv,needle", [
+    (gguf_kv(b"general.junk", 9, struct.pack("<IQ", 0, 2**40)), "past the end"),       # u8 array of 2^40
+    (gguf_kv(b"general.junk", 9, struct.pack("<IQ", 8, 2**40)), "more than the rest"),  # 2^40 strings
+    (gguf_kv(b"general.junk", 8, struct.pack("<Q", 2**63)), "past the end"),            # a huge string
+    (gguf_kv(b"general.junk", 77, b""), "unknown value type"),
+    (struct.pack("<Q", 2**62), "past the end"),                                         # a huge key
+])
+def test_gguf_lengths_past_the_file_are_refused_without_looping(tmp_path, capsys, kv, needle):
+    pytest.importorskip("gguf")
+    p = tmp_path / "claims.gguf"
+    p.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + kv + bytes(64))
+    code, out, err = cli(capsys, "estimate", "--model", str(p), "--batch", "1", "--seq", "8")
+    assert code == ExitStatus.BAD_INPUT, (code, err)
+    assert needle in err and "claims.gguf" in err, err
+
+
 # ---- fuzz: whatever the header says, exit 0 or exit 1 with a sentence, never a traceback ----
 
 FUZZ = settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
@@ -459,6 +479,19 @@ def test_fuzz_safetensors_headers(tmp_path_factory, capsys, tensors, data_len, l
         assert "model.safetensors" in str(e) or "config" in str(e), str(e)
         return
     assert m.checkpoint["weight_bytes"] <= data_len
+
+
+@FUZZ
+@given(vtype=st.integers(0, 14), itype=st.integers(0, 14), count=st.integers(0, 2**64 - 1),
+       n_kv=st.integers(0, 2**64 - 1), tail=st.binary(max_size=64))
+def test_fuzz_gguf_metadata_claims(tmp_path_factory, vtype, itype, count, n_kv, tail):
+    pytest.importorskip("gguf")
+    p = tmp_path_factory.mktemp("gm") / "claims.gguf"
+    p.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, n_kv) + gguf_kv(b"k", vtype, struct.pack("<IQ", itype, count)) + tail)
+    try:
+        vramsym.load_model(str(p))
+    except InputError as e:
+        assert "claims.gguf" in str(e), str(e)
 
 
 @FUZZ

@@ -58,6 +58,72 @@ def _value(field):
     return v.tolist()[0] if len(v) else None
 
 
+# GGUF value types (ggml docs/gguf.md, gguf_type): fixed sizes; 8 = string, 9 = array
+_SCALAR = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+_MAX_DIMS = 4     # GGML_MAX_DIMS
+
+
+def _prescan(path, size, n_tensors, n_kv):
+    """Walk the metadata and tensor infos with every length checked against the file before the
+    gguf reader sees it: its loops trust the counts (an array claiming 2^40 items past the end of
+    a small file would spin), this walk stops at the first claim the file cannot hold."""
+    with open(path, "rb") as f:
+        pos = 24
+        f.seek(pos)
+
+        def take(n, what):
+            nonlocal pos
+            if n < 0 or pos + n > size:
+                raise _bad(path, f"{what} at byte {pos:,} needs {n:,} bytes, past the end of the file "
+                                 f"({size:,} bytes): truncated or corrupt")
+            pos += n
+            if n <= 8:
+                return f.read(n)
+            f.seek(pos)         # skipped, not read: a claimed length never becomes an allocation
+            return b""
+
+        def u32(what):
+            return struct.unpack("<I", take(4, what))[0]
+
+        def u64(what):
+            return struct.unpack("<Q", take(8, what))[0]
+
+        def string(what):
+            n = u64(what)
+            take(n, what)
+
+        def value(vtype, what, depth=0):
+            if vtype in _SCALAR:
+                take(_SCALAR[vtype], what)
+            elif vtype == 8:
+                string(what)
+            elif vtype == 9:
+                itype, count = u32(what), u64(what)
+                if depth > 3:
+                    raise _bad(path, f"{what} nests arrays more than 4 deep")
+                if itype in _SCALAR:
+                    take(count * _SCALAR[itype], what)
+                elif itype in (8, 9):
+                    if count > (size - pos) // 8:
+                        raise _bad(path, f"{what} claims {count:,} items, more than the rest of the file holds")
+                    for _ in range(count):
+                        value(itype, what, depth + 1)
+                else:
+                    raise _bad(path, f"{what} is an array of unknown type {itype}")
+            else:
+                raise _bad(path, f"{what} has an unknown value type {vtype}")
+
+        for i in range(n_kv):
+            string(f"metadata key {i}")
+            value(u32(f"metadata value {i}"), f"metadata value {i}")
+        for i in range(n_tensors):
+            string(f"tensor info {i}")
+            n_dims = u32(f"tensor info {i}")
+            if n_dims > _MAX_DIMS:
+                raise _bad(path, f"tensor info {i} claims {n_dims} dimensions (GGUF allows {_MAX_DIMS})")
+            take(8 * n_dims + 4 + 8, f"tensor info {i}")
+
+
 def read_gguf(path):
     """(metadata dict, Checkpoint) of a GGUF file, from its header."""
     try:
@@ -83,6 +149,7 @@ def read_gguf(path):
     if n_tensors > size // 8 or n_kv > size // 8:
         raise _bad(path, f"the header claims {n_tensors:,} tensors and {n_kv:,} metadata keys, more than "
                          f"a file of {size:,} bytes can hold (truncated or corrupt)")
+    _prescan(path, size, n_tensors, n_kv)
     try:
         reader = gguf.GGUFReader(path, "r")
         meta = {name: _value(field) for name, field in reader.fields.items()}
