@@ -55,8 +55,12 @@ def curve(data: dict, path: str, unit: str = "GiB", log: bool = False) -> None:
     below = [n for n, v in data["components"].items() if min(v) < 0]
     if names:
         ax.stackplot(xs, *[[b / scale for b in data["components"][n]] for n in names], labels=names, alpha=0.85)
-    ax.plot(xs, [t / scale for t in data["total_bytes"]], color="black", linewidth=2,
-            label="total" + (f" (with {', '.join(below)} below zero)" if below else ""))
+    totals = [t / scale for t in data["total_bytes"]]
+    if below:     # terms below zero (not alive together): the band between the stack and the total
+        tops = [sum(data["components"][n][i] for n in names) / scale for i in range(len(xs))]
+        ax.fill_between(xs, totals, tops, facecolor="white", edgecolor="black", hatch="//", linewidth=0,
+                        alpha=0.9, label=f"{', '.join(below)}: not alive together (subtracted)")
+    ax.plot(xs, totals, color="black", linewidth=2, label="total")
     colors = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"]
     for i, c in enumerate(data["capacities"]):
         color = colors[i % len(colors)]
@@ -73,7 +77,8 @@ def curve(data: dict, path: str, unit: str = "GiB", log: bool = False) -> None:
     if log:
         ax.set_xscale("log", base=2)
     ax.set_xlim(xs[0], xs[-1])
-    top = max([max(data["total_bytes"])] + [c["capacity_bytes"] for c in data["capacities"]]) / scale
+    stack = [sum(v[i] for v in data["components"].values() if min(v) >= 0) for i in range(len(xs))]
+    top = max([max(data["total_bytes"]), max(stack)] + [c["capacity_bytes"] for c in data["capacities"]]) / scale
     ax.set_ylim(0, top * 1.08)
     ax.set_title(_title(data), fontsize=10)
     ax.legend(loc="upper left", fontsize=8, ncol=2)
