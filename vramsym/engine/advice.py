@@ -203,12 +203,8 @@ def advise(req: Request, capacity: int) -> dict:
                 if not _applies(change, req, r):
                     continue
                 new = req.derived(change.get("regime"), change.get("options"), change.get("inputs"))
-                new_r, new_est = new.evaluate()
-                row = _row(change, req, new, new_est, capacity, base_total)
-        except DoesNotFit as e:
-            problems.append({"change": change["change"], "error": str(e)})
-            continue
-        except (InputError, SolveError) as e:
+                row = _row(change, req, new, new.evaluate()[1], capacity, base_total)
+        except (DoesNotFit, InputError, SolveError) as e:     # this change cannot be made here: say why
             problems.append({"change": change["change"], "error": str(e)})
             continue
         if row is not None and row["saved_bytes"] > 0:
@@ -228,7 +224,7 @@ def _combine(req: Request, rows: list, capacity: int, base_total: int):
     """The option / regime changes with the largest savings, added one at a time until the job fits."""
     cats = {c["change"]: c for c in catalog()}
     singles = sorted((x for x in rows if "solved" not in x and "layout" not in x), key=lambda x: -x["saved_bytes"])
-    cur, names, seen_keys = req, [], set()
+    cur, names, seen_keys, cur_total = req, [], set(), base_total
     for row in singles:
         change = cats[row["change"]]
         keys = set(change.get("options", {})) | ({"__regime__"} if "regime" in change else set())
@@ -241,9 +237,9 @@ def _combine(req: Request, rows: list, capacity: int, base_total: int):
             _, est = trial.evaluate()
         except (InputError, SolveError):
             continue
-        if est.total_bytes >= (cur.evaluate()[1].total_bytes):
+        if est.total_bytes >= cur_total:
             continue
-        cur, seen_keys = trial, seen_keys | keys
+        cur, seen_keys, cur_total = trial, seen_keys | keys, est.total_bytes
         names.append(change)
         if est.total_bytes <= capacity or len(names) >= MAX_COMBINED:
             break

@@ -76,9 +76,7 @@ def _limit(r, vary, cap, inputs, xs, data) -> dict:
         return {"kind": "fewest", "value": fit[0] if fit else None, "note": "" if fit else "none of the plotted counts fits"}
     try:
         sol = r.solve(vary, cap, inputs)
-    except DoesNotFit as e:
-        return {"kind": "largest", "value": None, "note": str(e)}
-    except SolveError as e:
+    except (DoesNotFit, SolveError) as e:     # nothing fits, or no well-defined largest value: no mark
         return {"kind": "largest", "value": None, "note": str(e)}
     return {"kind": "largest", "value": sol.value, "total_bytes": sol.total_bytes, "note": ""}
 
