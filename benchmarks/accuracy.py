@@ -2,10 +2,14 @@
 
     python benchmarks/accuracy.py            # the full matrix (tens of minutes on 2 cores)
     python benchmarks/accuracy.py --quick    # a few cases
+    python benchmarks/accuracy.py --only qlora --keep-from docs/accuracy.md
+                                             # measure the cases whose regime contains "qlora" and take
+                                             # every other case from a previous docs/accuracy.md
 
 Architectures x regimes x sizes. Full-size configs are traced under FakeTensorMode
 (no memory is allocated); MoE runs for real at a small size (routing has
-data-dependent shapes). Every figure in docs/accuracy.md comes from this script.
+data-dependent shapes), and so does QLoRA (bitsandbytes' 4-bit kernels read the values; its
+CPU backend needs bitsandbytes>=0.48). Every figure in docs/accuracy.md comes from this script.
 """
 from __future__ import annotations
 
@@ -66,6 +70,32 @@ ARCHS = {
     "deepseek-v3 (MLA + MoE, tiny, real tensors)": lambda: _spec(TINY_DEEPSEEK, "tiny-deepseek-v3", "benchmarks/accuracy.py"),
 }
 
+# QLoRA as users run it (vramsym.measure.hf_model._build_qlora_model): random bf16 weights saved and
+# loaded with BitsAndBytesConfig(load_in_4bit, nf4, double quantization, bf16 compute), peft's
+# prepare_model_for_kbit_training (precision fp32: the parameters that are not 4-bit become fp32),
+# LoRA, model.train(), forward + backward + AdamW. Tiny dense configs, real tensors.
+QLORA_ARCHS = {
+    "llama (QLoRA, tiny, real tensors)": {"model_type": "llama", "hidden_size": 128, "intermediate_size": 320,
+                                          "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                                          "vocab_size": 1024, "tie_word_embeddings": False,
+                                          "max_position_embeddings": 512},
+    "qwen2 (QLoRA, qkv bias, tied, tiny, real tensors)": {"model_type": "qwen2", "hidden_size": 128,
+                                                          "intermediate_size": 256, "num_hidden_layers": 2,
+                                                          "num_attention_heads": 4, "num_key_value_heads": 1,
+                                                          "vocab_size": 1024, "tie_word_embeddings": True,
+                                                          "max_position_embeddings": 512},
+    "qwen3 (QLoRA, qk-norm, tiny, real tensors)": {"model_type": "qwen3", "hidden_size": 128, "intermediate_size": 256,
+                                                   "num_hidden_layers": 2, "num_attention_heads": 4,
+                                                   "num_key_value_heads": 2, "head_dim": 32, "vocab_size": 1024,
+                                                   "tie_word_embeddings": False, "max_position_embeddings": 512},
+}
+QLORA_REGIMES = [
+    ("qlora all-linear (prepare_model_for_kbit_training)", "qlora", {"lora_targets": "all_linear"}),
+    ("qlora qv (prepare_model_for_kbit_training)", "qlora", {"lora_targets": "qv"}),
+    ("qlora all-linear bf16 (no prepare)", "qlora", {"lora_targets": "all_linear", "precision": "bf16"}),
+]
+QLORA_SIZES = [(1, 32), (2, 64)]
+
 REGIMES = [
     ("inference bf16", "inference", {"precision": "bf16"}),
     ("inference fp32 eager", "inference", {"precision": "fp32", "attention": "eager"}),
@@ -87,17 +117,51 @@ SIZES = [(1, 512), (4, 1024)]
 GEMMA_REGIMES = ("inference bf16", "train fp32", "lora qv fp32")  # bf16 matmuls on the CPU are slow
 
 
-def run(quick: bool):
+def _measure_case(rows, model, aname, rname, regime, opts, extra, b, s, real, lib):
+    t = time.time()
+    try:
+        res = compare(model, regime, opts, dict(extra, batch=b, seq=s), fake=not real, library=lib)
+    except Exception as e:  # record and go on: the table says which case failed and why
+        rows.append({"arch": aname, "regime": rname, "b": b, "s": s, "error": f"{type(e).__name__}: {e}"})
+        print(f"{aname} | {rname} | b={b} s={s}: ERROR {e}", flush=True)
+        return
+    total = next(r for r in res["rows"] if r["component"] == "total (peak)")
+    rows.append({"arch": aname, "regime": rname, "b": b, "s": s, "seconds": round(time.time() - t, 1),
+                 "predicted": total["predicted_bytes"], "measured": total["measured_bytes"],
+                 "error": None, "rel": total["relative_error"], "phase": res["measured_peak_phase"],
+                 "components": res["rows"], "torch": res["measurement"].get("torch_version"),
+                 "transformers": res["measurement"].get("transformers_version")})
+    print(f"{aname} | {rname} | b={b} s={s}: {total['relative_error'] * 100:+.2f}% "
+          f"({time.time() - t:.0f}s)", flush=True)
+
+
+def run_qlora(rows, quick: bool, lib, only=None):
+    archs = list(QLORA_ARCHS.items())[:1] if quick else list(QLORA_ARCHS.items())
+    regimes = QLORA_REGIMES[:1] if quick else QLORA_REGIMES
+    for aname, cfg in archs:
+        model = _spec(cfg, "tiny-" + aname.split(" ")[0], "benchmarks/accuracy.py")
+        for rname, regime, opts in regimes:
+            if only and only not in rname:
+                continue
+            for b, s in (QLORA_SIZES[:1] if quick else QLORA_SIZES):
+                _measure_case(rows, model, aname, rname, regime, opts, {}, b, s, True, lib)
+
+
+def run(quick: bool, only=None):
     rows = []
     archs = list(ARCHS.items())[:3] if quick else list(ARCHS.items())
     regimes = REGIMES[:3] if quick else REGIMES
     sizes = SIZES[:1] if quick else SIZES
     lib = vramsym.load_library()
+    if only:
+        archs = [(a, m) for a, m in archs if any(only in r[0] for r in regimes)]
     for aname, make in archs:
         model = make()
         big = "8b" in aname
         for rname, regime, opts, *extra in regimes:
             extra = extra[0] if extra else {}
+            if only and only not in rname:
+                continue
             if any(k in aname for k in EAGER_ONLY):
                 opts = dict(opts, attention="eager")
             if any(k in aname for k in NO_QV) and opts.get("lora_targets") == "qv":
@@ -112,21 +176,8 @@ def run(quick: bool):
                     b, s = (1, 32) if (b, s) == sizes[0] else (2, 64)
                 elif real:
                     b, s = (1, 128) if (b, s) == sizes[0] else (2, 256)
-                t = time.time()
-                try:
-                    res = compare(model, regime, opts, dict(extra, batch=b, seq=s), fake=not real, library=lib)
-                except Exception as e:  # record and go on: the table says which case failed and why
-                    rows.append({"arch": aname, "regime": rname, "b": b, "s": s, "error": f"{type(e).__name__}: {e}"})
-                    print(f"{aname} | {rname} | b={b} s={s}: ERROR {e}", flush=True)
-                    continue
-                total = next(r for r in res["rows"] if r["component"] == "total (peak)")
-                rows.append({"arch": aname, "regime": rname, "b": b, "s": s, "seconds": round(time.time() - t, 1),
-                             "predicted": total["predicted_bytes"], "measured": total["measured_bytes"],
-                             "error": None, "rel": total["relative_error"], "phase": res["measured_peak_phase"],
-                             "components": res["rows"], "torch": res["measurement"].get("torch_version"),
-                             "transformers": res["measurement"].get("transformers_version")})
-                print(f"{aname} | {rname} | b={b} s={s}: {total['relative_error'] * 100:+.2f}% "
-                      f"({time.time() - t:.0f}s)", flush=True)
+                _measure_case(rows, model, aname, rname, regime, opts, extra, b, s, real, lib)
+    run_qlora(rows, quick, lib, only)
     return rows
 
 
@@ -181,11 +232,16 @@ def write(rows, path: Path):
              f"({platform.machine()}, torch {ok[0]['torch'] if ok else '?'}, transformers {ok[0]['transformers'] if ok else '?'}). "
              "Do not edit by hand.", "",
              "Measured = PyTorch's own accounting (`torch.distributed._tools.mem_tracker.MemTracker`) of live tensor "
-             "storages, under FakeTensorMode for full-size configs (real CPU tensors for the tiny MoE models), "
+             "storages, under FakeTensorMode for full-size configs (real CPU tensors for the tiny MoE and QLoRA models), "
              "training in `model.train()` with the config's dropout rates (dropout run as CUDA runs it: "
              "a bool mask per dropout, attention dropout inside the SDPA kernel). "
              "Predicted = `vramsym estimate --overhead none` (tensors only: no CUDA context or allocator slack; "
-             "see benchmarks/gpu_calibration.py for those).", ""]
+             "see benchmarks/gpu_calibration.py for those). "
+             "QLoRA as users run it: random bf16 weights loaded with `BitsAndBytesConfig(load_in_4bit=True, "
+             "bnb_4bit_quant_type=\"nf4\", bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=torch.bfloat16)` "
+             "(bitsandbytes' CPU backend), peft's `prepare_model_for_kbit_training` (its fp32 cast of every parameter "
+             "that is not 4-bit; the `bf16 (no prepare)` rows skip it), LoRA, `model.train()`, forward, backward and "
+             "an AdamW step; the 4-bit weights are counted with their QuantState (absmax, codes, offset).", ""]
     if errs:
         lines += [f"**Total peak, |relative error| over {len(errs)} cases: median {statistics.median(errs) * 100:.2f}%, "
                   f"worst {max(errs) * 100:.2f}%.**", ""]
@@ -193,6 +249,10 @@ def write(rows, path: Path):
         if dense:
             lines += [f"Dense architectures ({len(dense)} cases): median {statistics.median(dense) * 100:.2f}%, "
                       f"worst {max(dense) * 100:.2f}%; the mixture-of-experts cases are listed below with the reason.", ""]
+        qlora = [abs(r["rel"]) for r in ok if r["regime"].startswith("qlora")]
+        if qlora:
+            lines += [f"QLoRA, bitsandbytes 4-bit base ({len(qlora)} cases, tiny configs, real tensors): median "
+                      f"{statistics.median(qlora) * 100:.2f}%, worst {max(qlora) * 100:.2f}%.", ""]
         lines += ["| family | cases | median | worst |", "|---|---|---|---|"]
         fams = {}
         for r in ok:
@@ -234,14 +294,66 @@ def write(rows, path: Path):
     path.write_text("\n".join(lines) + "\n")
 
 
+def _num(x: str) -> int:
+    return int(x.replace(",", ""))
+
+
+def rows_from_doc(path: Path) -> list:
+    """The rows of a previous docs/accuracy.md (its Cases and Per-component tables), for --keep-from."""
+    text = path.read_text()
+    import re
+    m = re.search(r"torch ([^,]+), transformers ([^)]+)\)", text)
+    torch_v, tf_v = (m.group(1), m.group(2)) if m else ("?", "?")
+    cases = text.split("## Cases", 1)[1].split("## Per-component errors", 1)
+    rows, by_key = [], {}
+    for line in cases[0].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 8 or not cells[2].isdigit():
+            continue
+        arch, regime, b, s_, pred, meas, err, phase = cells
+        key = (arch, regime, int(b), int(s_))
+        if err.startswith("not measured: "):
+            rows.append({"arch": arch, "regime": regime, "b": int(b), "s": int(s_), "error": err[len("not measured: "):]})
+            continue
+        p, mm = _num(pred), _num(meas)
+        row = {"arch": arch, "regime": regime, "b": int(b), "s": int(s_), "predicted": p, "measured": mm,
+               "error": None, "rel": (p - mm) / mm if mm else 0.0, "phase": phase, "components": [],
+               "torch": torch_v, "transformers": tf_v}
+        rows.append(row)
+        by_key[key] = row
+    for line in cases[1].split("## On a GPU", 1)[0].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 8 or not cells[2].isdigit():
+            continue
+        arch, regime, b, s_, comp, pred, meas, err = cells
+        row = by_key.get((arch, regime, int(b), int(s_)))
+        if row is None:
+            continue
+        p, mm = _num(pred), _num(meas)
+        rel = None if err == "" else ((p - mm) / mm if mm else 0.0)
+        row["components"].append({"component": comp, "predicted_bytes": p, "measured_bytes": mm, "relative_error": rel})
+    for row in by_key.values():
+        row["components"].append({"component": "total (peak)", "predicted_bytes": row["predicted"],
+                                  "measured_bytes": row["measured"], "relative_error": row["rel"]})
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=str(ROOT / "docs" / "accuracy.md"))
     ap.add_argument("--json", default=None, help="also write the raw rows here")
     ap.add_argument("--from-json", default=None, help="render the table from rows a previous run wrote (no measuring)")
+    ap.add_argument("--only", default=None, help="measure only the cases whose regime name contains this text")
+    ap.add_argument("--keep-from", default=None,
+                    help="with --only: take every other case from this previous docs/accuracy.md (its tables)")
     args = ap.parse_args()
-    rows = json.loads(Path(args.from_json).read_text()) if args.from_json else run(args.quick)
+    if args.keep_from and not args.only:
+        ap.error("--keep-from needs --only")
+    rows = json.loads(Path(args.from_json).read_text()) if args.from_json else run(args.quick, args.only)
+    if args.keep_from and not args.from_json:
+        kept = [r for r in rows_from_doc(Path(args.keep_from)) if args.only not in r["regime"]]
+        rows = kept + rows
     write(rows, Path(args.out))
     if args.json and not args.from_json:
         Path(args.json).write_text(json.dumps(rows, indent=1, default=str))

@@ -231,3 +231,22 @@ def test_lora_on_an_moe_model_leaves_dense_and_shared_expert_mlps_unadapted():
         assert rows[name]["predicted_bytes"] == rows[name]["measured_bytes"], rows[name]
     total = rows["total (peak)"]
     assert abs(total["relative_error"]) <= 0.03, res["rows"]
+
+
+def test_qlora_matches_bitsandbytes_real_tensors():
+    """QLoRA as users run it: a 4-bit NF4 base with double quantization loaded by bitsandbytes
+    (BitsAndBytesConfig, bf16 compute), peft's prepare_model_for_kbit_training (the parameters that
+    are not 4-bit become fp32), LoRA on all linear layers, one AdamW step; real CPU tensors."""
+    pytest.importorskip("bitsandbytes")
+    pytest.importorskip("peft")
+    model = _spec(TINY["qwen2"], "tiny-qwen2", "tests/test_accuracy.py")
+    res = compare(model, "qlora", {"lora_targets": "all_linear"}, {"batch": 2, "seq": 64}, fake=False)
+    assert res["measurement"]["quant"] == "nf4_dq" and not res["measurement"]["fake"]
+    rows = {r["component"]: r for r in res["rows"]}
+    for name in ("buffers", "gradients", "optimizer_states", "optimizer_temporaries", "inputs"):
+        assert rows[name]["predicted_bytes"] == rows[name]["measured_bytes"], (name, rows[name])
+    # packed uint8 weights, QuantState (uint8 absmax, fp32 second level, per-matrix codes), fp32 rest, bf16
+    # biases: exact but for the second-level absmax of matrices under 256 blocks (4 B each, rounded up)
+    assert abs(rows["parameters"]["predicted_bytes"] - rows["parameters"]["measured_bytes"]) <= 4 * 14
+    assert abs(rows["activations"]["relative_error"]) <= 0.001, rows["activations"]
+    assert abs(rows["total (peak)"]["relative_error"]) <= 0.01, res["rows"]

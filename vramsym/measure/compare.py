@@ -10,7 +10,7 @@ from typing import Dict, List, Mapping, Optional
 
 from ..errors import InputError
 
-TRAIN_REGIMES = ("train", "lora")
+TRAIN_REGIMES = ("train", "lora", "qlora")
 INFER_REGIMES = ("inference", "inference_kv")
 # the recipes the harness can run, spelled as the formula files spell them
 _TRAIN_PRECISION = ("fp32", "bf16", "mixed_bf16")
@@ -53,7 +53,16 @@ def measure_args(est, regime: str, fake: bool, decode_steps: int, model=None) ->
         if opts["checkpointing"] == "selective":
             raise InputError("measure supports checkpointing none or full (Hugging Face has no selective recomputation)")
         lora = None
-        if regime == "lora":
+        quant = None
+        if regime == "qlora":
+            quant = opts.get("quant")
+            if quant not in ("nf4", "nf4_dq"):
+                raise InputError("measure supports QLoRA with --quant nf4 or nf4-dq (bitsandbytes)")
+            import importlib.util
+            if importlib.util.find_spec("bitsandbytes") is None:
+                raise InputError("measure --regime qlora needs bitsandbytes (its CPU backend runs the 4-bit base): "
+                                 "pip install 'vramsym[measure]' (bitsandbytes==0.50.2)")
+        if regime in ("lora", "qlora"):
             targets = _LORA_TARGETS[opts["lora_targets"]]
             if est.binding.values.get("qkv_fused") == 1 and opts["lora_targets"] != "all_linear":
                 mtype = (model.raw_config or model.config).get("model_type") if model is not None else "gpt2"
@@ -68,6 +77,9 @@ def measure_args(est, regime: str, fake: bool, decode_steps: int, model=None) ->
         ga = est.binding.values.get("n_ga")
         if ga is not None and ga > 1:
             args["grad_accum"] = int(ga)
+        if quant is not None:
+            args["quant"] = quant
+            args["fake"] = False  # bitsandbytes reads the values: real CPU tensors only
         return args
     raise InputError(f"measure supports the regimes {', '.join(INFER_REGIMES + TRAIN_REGIMES)}; "
                      f"'{regime}' needs hardware or libraries this machine does not have")

@@ -217,6 +217,73 @@ def _build_model(hf_cfg, dtype, attention: str, *, lora: dict | None, checkpoint
     return model
 
 
+def _bnb_config(quant: str):
+    """transformers' BitsAndBytesConfig for QLoRA: NF4 (``nf4``) or NF4 with double quantization
+    (``nf4_dq``), computing in bf16, as Dettmers et al.'s qlora.py and the peft / transformers docs load it."""
+    import torch
+    import transformers
+
+    if quant not in ("nf4", "nf4_dq"):
+        raise ValueError(f"quantized training measures nf4 or nf4_dq (bitsandbytes), not {quant!r}")
+    return transformers.BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                                           bnb_4bit_use_double_quant=quant == "nf4_dq",
+                                           bnb_4bit_compute_dtype=torch.bfloat16)
+
+
+def _build_qlora_model(hf_cfg, attention: str, *, quant: str, lora: dict | None, checkpointing: bool,
+                       prepare: bool, checkpoint_layers: int | None = None):
+    """A QLoRA model the way users load one: random bf16 weights (seed 0) saved to a temporary
+    checkpoint, loaded with ``from_pretrained(quantization_config=BitsAndBytesConfig(load_in_4bit=True,
+    ...))`` on the CPU (bitsandbytes quantizes every nn.Linear but the LM head to Params4bit), then
+    ``peft.prepare_model_for_kbit_training`` (``prepare``: freezes everything and casts the parameters
+    that are not 4-bit to fp32; with ``checkpointing`` it enables gradient checkpointing, non-reentrant
+    as the rest of this harness) and LoRA.  Real CPU tensors only: bitsandbytes' kernels read the
+    values (no FakeTensorMode)."""
+    import tempfile
+
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    base = _from_config(hf_cfg, torch.bfloat16, attention)
+    with tempfile.TemporaryDirectory() as tmp:
+        base.save_pretrained(tmp)
+        del base
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            tmp, quantization_config=_bnb_config(quant), dtype=torch.bfloat16, device_map="cpu",
+            attn_implementation=attention)
+    gc_kwargs = {"use_reentrant": False}
+    if prepare:
+        import peft
+        model = peft.prepare_model_for_kbit_training(model, use_gradient_checkpointing=checkpointing,
+                                                     gradient_checkpointing_kwargs=gc_kwargs)
+    elif checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=gc_kwargs)
+    if checkpointing and checkpoint_layers is not None:
+        from transformers.modeling_layers import GradientCheckpointingLayer
+        layers = [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
+        for layer in layers[checkpoint_layers:]:
+            layer.gradient_checkpointing = False
+    if lora:
+        model = _apply_lora(model, lora)
+    return model
+
+
+def _quant_state_tensors(param) -> list:
+    """The tensors a bitsandbytes Params4bit keeps beside its packed uint8 data (its QuantState:
+    absmax, the NF4 code, and with double quantization the offset and the second-level absmax and
+    code).  They are plain attributes, neither parameters nor buffers."""
+    qs = getattr(param, "quant_state", None)
+    out = []
+    while qs is not None:
+        for name in ("absmax", "code", "offset"):
+            t = getattr(qs, name, None)
+            if t is not None and hasattr(t, "untyped_storage"):
+                out.append(t)
+        qs = getattr(qs, "state2", None) if getattr(qs, "nested", False) else None
+    return out
+
+
 def _param_counts(model) -> tuple[int, int, dict]:
     total = trainable = 0
     by_dtype: dict[str, int] = {}

@@ -56,6 +56,7 @@ def measure(config: dict, *, mode: str,
             logits_to_keep: int = 0,
             checkpoint_layers: int | None = None,
             grad_accum: int = 1,
+            quant: str | None = None,
             ) -> dict:
     """Measure the tensor memory of one training step or one prefill+decode run.
 
@@ -71,6 +72,11 @@ def measure(config: dict, *, mode: str,
     checkpointing: HF ``gradient_checkpointing_enable(use_reentrant=False)``.
     checkpoint_layers: with checkpointing, checkpoint only the bottom k decoder layers (partial).
     grad_accum: forward/backward micro-steps per optimizer step (gradient accumulation).
+    quant: train only: ``"nf4_dq"`` or ``"nf4"`` for QLoRA: the base is loaded 4-bit by bitsandbytes
+        (``BitsAndBytesConfig``, compute dtype bf16); precision ``fp32`` / ``mixed_bf16`` run
+        ``peft.prepare_model_for_kbit_training`` first (the parameters that are not 4-bit become fp32),
+        ``bf16`` keeps them bf16.  Always real CPU tensors (bitsandbytes reads the values), refused
+        above 2 GiB of weights.
     lora: peft LoRA settings, e.g. ``{"r": 8, "alpha": 16, "target_modules": ["q_proj", "v_proj"]}``
         or ``"all-linear"``; optional ``"dropout"``.  Base weights are frozen.
     decode_steps: inference only: greedy single-token steps after the prefill, reusing the KV cache.
@@ -101,6 +107,11 @@ def measure(config: dict, *, mode: str,
     if batch < 1 or seq < 1:
         raise ValueError("batch and seq must be >= 1")
 
+    if quant is not None and mode != "train":
+        raise ValueError("quant is measured for training (QLoRA) only")
+    if quant is not None and not lora:
+        raise ValueError("quantized training needs LoRA adapters (the 4-bit base is frozen)")
+
     notes: list[str] = []
     requested_fake = fake
     moe = _is_moe(config)
@@ -123,7 +134,8 @@ def measure(config: dict, *, mode: str,
                     return _measure_train(hf_cfg, batch=batch, seq=seq, precision=precision,
                                           optimizer=optimizer, attention=attention,
                                           checkpointing=checkpointing, lora=lora,
-                                          checkpoint_layers=checkpoint_layers, grad_accum=grad_accum)
+                                          checkpoint_layers=checkpoint_layers, grad_accum=grad_accum,
+                                          quant=quant)
                 return _measure_inference(hf_cfg, batch=batch, seq=seq, precision=precision,
                                           attention=attention, lora=lora,
                                           decode_steps=decode_steps,
@@ -138,13 +150,25 @@ def measure(config: dict, *, mode: str,
         nbytes = sum(p.numel() * p.element_size() for p in meta_model.parameters())
         del meta_model
         if nbytes > _MOE_REAL_LIMIT_BYTES:
+            why = ("QLoRA runs on real tensors (bitsandbytes)" if quant is not None else
+                   f"mixture-of-experts config could not be traced with FakeTensorMode ({reason})")
             raise ValueError(
-                f"mixture-of-experts config could not be traced with FakeTensorMode ({reason}); a real CPU "
-                f"run would need {nbytes / 2**30:.1f} GiB of weights, over the "
-                f"{_MOE_REAL_LIMIT_BYTES / 2**30:.0f} GiB limit: measure a smaller config of the same family "
-                "(MoE routing is data-dependent unless the experts run as grouped_mm in bf16)")
+                f"{why}; a real CPU run would need {nbytes / 2**30:.1f} GiB of weights, over the "
+                f"{_MOE_REAL_LIMIT_BYTES / 2**30:.0f} GiB limit: measure a smaller config of the same family"
+                + ("" if quant is not None else
+                   " (MoE routing is data-dependent unless the experts run as grouped_mm in bf16)"))
 
-    if fake and moe:
+    if quant is not None:
+        try:
+            import bitsandbytes  # noqa: F401
+        except ImportError as e:
+            raise ImportError(f"QLoRA is measured with bitsandbytes: pip install bitsandbytes==0.50.2 ({e})") from None
+        check_real_size("bitsandbytes 4-bit")
+        if fake:
+            notes.append("QLoRA runs on real CPU tensors (bitsandbytes' kernels read the values; no FakeTensorMode)")
+        fake = False
+        result = run(False)
+    elif fake and moe:
         # transformers 5.x runs experts with torch._grouped_mm (static shapes): that traces under
         # FakeTensorMode in bf16.  Older "eager" expert loops (and grouped_mm in fp32/fp16, whose
         # meta kernel wants bf16) fail; fall back to a real, small run then.
@@ -177,6 +201,10 @@ def measure(config: dict, *, mode: str,
         result.update({"optimizer": optimizer, "checkpointing": checkpointing})
     else:
         result.update({"decode_steps": decode_steps, "logits_to_keep": logits_to_keep})
+    if quant is not None:
+        import bitsandbytes
+        result["quant"] = quant
+        result["bitsandbytes_version"] = bitsandbytes.__version__
     if lora:
         import peft
         result["lora"] = dict(lora)

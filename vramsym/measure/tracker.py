@@ -8,6 +8,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable
 
+from .hf_model import _quant_state_tensors
+
 
 _CATEGORY_NAMES = {
     "Parameter": "parameters",
@@ -79,6 +81,10 @@ def _make_tracker_class():
             for param in module.parameters():
                 winfos = self._update_and_maybe_create_winfos(param, _MemRefType.PARAM)
                 param_memory += sum(w.mem_consumed for w in winfos)
+                # a bitsandbytes Params4bit's QuantState (absmax, code, ...) is part of the weight
+                for t in _quant_state_tensors(param):
+                    winfos = self._update_and_maybe_create_winfos(t, _MemRefType.PARAM)
+                    param_memory += sum(w.mem_consumed for w in winfos)
                 if param.grad is not None:
                     self._update_and_maybe_create_winfos(param.grad, _MemRefType.GRAD)
                 if (install_grad_hooks and param.requires_grad

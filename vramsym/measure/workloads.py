@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from .hf_model import _build_model, _cache_kwarg, _dtype, _out_cache, _param_counts
+from .hf_model import _build_model, _build_qlora_model, _cache_kwarg, _dtype, _out_cache, _param_counts
 from .tracker import _Phases, _cache_tensors, _finish, _make_tracker_class, _storage_bytes
 
 
@@ -27,12 +27,18 @@ def _make_optimizer(name: str, params):
 
 
 def _measure_train(hf_cfg, *, batch, seq, precision, optimizer, attention, checkpointing, lora,
-                   checkpoint_layers=None, grad_accum=1):
+                   checkpoint_layers=None, grad_accum=1, quant=None):
     import torch
 
     param_dtype = torch.bfloat16 if precision == "bf16" else torch.float32
-    model = _build_model(hf_cfg, param_dtype, attention, lora=lora, checkpointing=checkpointing,
-                         checkpoint_layers=checkpoint_layers)
+    if quant:
+        # QLoRA: a 4-bit base loaded by bitsandbytes; fp32 / mixed-bf16 run peft's
+        # prepare_model_for_kbit_training (the parameters that are not 4-bit become fp32), bf16 skips it
+        model = _build_qlora_model(hf_cfg, attention, quant=quant, lora=lora, checkpointing=checkpointing,
+                                   prepare=precision != "bf16", checkpoint_layers=checkpoint_layers)
+    else:
+        model = _build_model(hf_cfg, param_dtype, attention, lora=lora, checkpointing=checkpointing,
+                             checkpoint_layers=checkpoint_layers)
     model.train()
     total, trainable, by_dtype = _param_counts(model)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -97,6 +103,9 @@ def _measure_train(hf_cfg, *, batch, seq, precision, optimizer, attention, check
         "optimizer_state_bytes": opt_state_bytes,
         "gradient_bytes_expected": grad_bytes_expected,
     })
+    if quant:
+        from .hf_model import _quant_state_tensors
+        res["quant_state_bytes"] = _storage_bytes([t for p in model.parameters() for t in _quant_state_tensors(p)])
     return res
 
 
