@@ -194,7 +194,7 @@ def test_measure_command_tiny(tmp_path, capsys):
     assert code == 0
     rows = {r["component"]: r for r in json.loads(out)["rows"]}
     assert rows["parameters"]["predicted_bytes"] == rows["parameters"]["measured_bytes"]
-    code, out, err = run(capsys, "measure", "--model", str(p), "--regime", "qlora", "--batch", "1", "--seq", "32")
+    code, out, err = run(capsys, "measure", "--model", str(p), "--regime", "prefix", "--batch", "1", "--seq", "32")
     assert code == ExitStatus.BAD_INPUT and "measure supports the regimes" in err, (code, err)
 
 

@@ -40,9 +40,18 @@ class Request:
         self.options, self.inputs, self.gpu = dict(options), dict(inputs), gpu
         self.voc, self.formulas = voc, tuple(formulas)
 
-    def derived(self, regime=None, options=None, inputs=None) -> "Request":
-        return Request(self.model, self.model_ref, regime or self.regime, dict(self.options, **(options or {})),
+    def derived(self, regime=None, options=None, inputs=None, reset=()) -> "Request":
+        kept = {k: v for k, v in self.options.items() if k not in reset}
+        dropped = [k for k in self.options if k in reset]
+        if dropped:     # the new regime's own choice, given explicitly: the flags then say it
+            resolved = self.voc.resolve(regime or self.regime, dict(kept, **(options or {})), self.model.config)
+            kept.update({k: resolved[k] for k in dropped if k in resolved})
+        return Request(self.model, self.model_ref, regime or self.regime, dict(kept, **(options or {})),
                        dict(self.inputs, **(inputs or {})), self.gpu, self.voc, self.formulas)
+
+    def apply(self, change: dict) -> "Request":
+        """This configuration with ``change`` (an entry of formulas/advice.json) made."""
+        return self.derived(change.get("regime"), change.get("options"), change.get("inputs"), change.get("reset", ()))
 
     def compiled(self):
         from .runtime import compile as _compile
@@ -202,7 +211,7 @@ def advise(req: Request, capacity: int) -> dict:
             else:
                 if not _applies(change, req, r):
                     continue
-                new = req.derived(change.get("regime"), change.get("options"), change.get("inputs"))
+                new = req.apply(change)
                 row = _row(change, req, new, new.evaluate()[1], capacity, base_total)
         except (DoesNotFit, InputError, SolveError) as e:     # this change cannot be made here: say why
             problems.append({"change": change["change"], "error": str(e)})
@@ -232,7 +241,7 @@ def _combine(req: Request, rows: list, capacity: int, base_total: int):
             continue
         if "regimes" in change and cur.regime not in change["regimes"]:
             continue
-        trial = cur.derived(change.get("regime"), change.get("options"), change.get("inputs"))
+        trial = cur.apply(change)
         try:
             _, est = trial.evaluate()
         except (InputError, SolveError):

@@ -18,7 +18,7 @@ from ..errors import InputError
 
 #: the regimes and precisions the page offers (the first precision is the default)
 PAGE_REGIMES = {"inference": ("bf16", "fp32"), "train": ("mixed_bf16", "bf16", "fp32"),
-                "lora": ("bf16",), "qlora": ("bf16",)}
+                "lora": ("bf16",), "qlora": ("fp32", "bf16")}
 FREE = ("batch", "seq", "lora_rank")
 
 
