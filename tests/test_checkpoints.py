@@ -351,6 +351,26 @@ def test_hub_id_through_hf_home(monkeypatch, tmp_path, capsys):
     assert m.hf_id == "tiny-org/tiny-llama"
 
 
+def test_an_unreachable_hub_is_offline_at_once(hub_env, monkeypatch, capsys):
+    """Without HF_HUB_OFFLINE and without a network, the cache still answers and a model that is not
+    in it fails at once (not after huggingface_hub's 25 s of retries), saying the Hub cannot be reached."""
+    import socket
+    import time
+    from vramsym.catalog import hub
+
+    def no_dns(*a, **k):
+        raise socket.gaierror("Name or service not known")
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setattr(hub, "offline", lambda: False)
+    monkeypatch.setattr(socket, "getaddrinfo", no_dns)
+    tensors = build_hub_cache(hub_env)
+    assert weights_of(estimate_json(capsys, "--model", "tiny-org/tiny-llama")) == header_bytes(tensors)
+    t = time.monotonic()
+    code, out, err = cli(capsys, "estimate", "--model", "nobody/not-cached", "--batch", "1", "--seq", "8")
+    assert code == ExitStatus.BAD_INPUT and time.monotonic() - t < 10
+    assert "cannot be reached" in err and "HF_HUB_CACHE" in err
+
+
 def test_hub_id_not_cached_offline_is_exit_1_with_both_ways_out(hub_env, capsys):
     code, out, err = cli(capsys, "estimate", "--model", "nobody/not-cached", "--batch", "1", "--seq", "8")
     assert code == ExitStatus.BAD_INPUT

@@ -53,6 +53,20 @@ def _errors():
             e.SafetensorsParsingError, e.NotASafetensorsRepoError, OSError)
 
 
+def reachable() -> bool:
+    """Whether the Hub's host resolves: without it every request would be retried for about 25 s
+    (huggingface_hub's backoff) before failing, so an unreachable Hub is treated as offline."""
+    import socket
+    from urllib.parse import urlparse
+    from huggingface_hub import constants
+    host = urlparse(constants.ENDPOINT).hostname or "huggingface.co"
+    try:
+        socket.getaddrinfo(host, 443)
+    except OSError:
+        return False
+    return True
+
+
 def load_hub(repo_id: str):
     try:
         import huggingface_hub
@@ -62,10 +76,12 @@ def load_hub(repo_id: str):
     from huggingface_hub import errors
     from .models import load_checkpoint_dir
     off, cache = offline(), cache_dir()
+    unreachable = not off and not reachable()
+    off = off or unreachable
     try:
         cfg = huggingface_hub.hf_hub_download(repo_id, "config.json", cache_dir=cache, local_files_only=off)
     except (errors.LocalEntryNotFoundError, errors.OfflineModeIsEnabled):
-        why = "HF_HUB_OFFLINE is set" if off else "the Hugging Face Hub cannot be reached"
+        why = "the Hugging Face Hub cannot be reached" if unreachable else "HF_HUB_OFFLINE is set"
         raise InputError(f"model '{repo_id}' is not in the Hugging Face cache ({cache}) and {why}: download "
                          f"it once with network access (unset HF_HUB_OFFLINE; `hf download {repo_id} "
                          f"config.json`), or point HF_HUB_CACHE / HF_HOME at a cache that holds it "
