@@ -116,6 +116,10 @@ def test_the_url_query_sets_the_inputs_and_the_cli_agrees(page_path, browser):
     assert code == 0 and shown == str(json.loads(out)["total_bytes"])
     assert "rtx-4090" in browser.find_element("id", "fit").text
     assert "batch=8" in browser.find_element("id", "link").get_attribute("href")
+    browser.get(page_path[0].as_uri() + "?model=llama-3.1-8b&regime=lora&batch=2&seq=512")   # no rank: the default
+    code, out, err = run_cli(["estimate", "--model", "llama-3.1-8b", "--regime", "lora", "--batch", "2", "--seq", "512",
+                              "--json"])
+    assert browser.find_element("id", "total-bytes").text == str(json.loads(out)["total_bytes"])
     browser.get(page_path[0].as_uri() + "?model=no-such-model&batch=2")
     assert "unknown model" in browser.find_element("id", "error").text
 

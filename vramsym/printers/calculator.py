@@ -132,7 +132,7 @@ vramsym's compiled formulas; sizes in bytes, GiB (2^30 B) and GB (10^9 B). No ne
 <label>GPU <select id="gpu"></select></label>
 <label>batch <input id="batch" type="number" min="1" step="1" value="1"></label>
 <label>sequence length <input id="seq" type="number" min="1" step="1" value="4096"></label>
-<label id="lora-label">LoRA rank <input id="lora_rank" type="number" min="1" step="1" value="16"></label>
+<label id="lora-label">LoRA rank <input id="lora_rank" type="number" min="1" step="1" value="8"></label>
 <label>link <a id="link" href="#">this configuration</a></label>
 </form>
 <div id="error" role="alert"></div>
@@ -182,7 +182,10 @@ function fromQuery() {
     el.value = v; };
   set("model", q.get("model")); set("regime", q.get("regime")); precisions();
   set("precision", q.get("precision") && q.get("precision").replace(/-/g, "_"));
-  set("gpu", q.get("gpu")); set("batch", q.get("batch")); set("seq", q.get("seq")); set("lora_rank", q.get("lora_rank"));
+  set("gpu", q.get("gpu")); set("batch", q.get("batch")); set("seq", q.get("seq"));
+  const cfg = DATA.configs[$("model").value + "|" + $("regime").value + "|" + $("precision").value];
+  // the rank the formula files default to (as `vramsym estimate` without --lora-rank), unless the link gives one
+  set("lora_rank", q.get("lora_rank") !== null ? q.get("lora_rank") : (cfg && cfg.defaults.lora_rank) || null);
 }
 function showError(text) { $("error").textContent = text; }
 function whole(id) {
