@@ -169,6 +169,7 @@ def print_advice(d: dict, cap_desc: str, unit: str | None, out) -> None:
         print(f"d total / d {alias}: {here} B per one more {alias} ({shape}; sympy, at the active branch)", file=out)
     if not d["changes"]:
         print("no change in formulas/advice.json lowers the total of this configuration", file=out)
+        return
     print(file=out)
     print(f"  {'':1} {'change':<58} {'total':>24} {'headroom':>19}  {'cost':<8}  flags", file=out)
     for c in d["changes"]:
