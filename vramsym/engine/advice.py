@@ -127,14 +127,18 @@ def _solve_row(change: dict, base: Request, r, capacity: int, base_total: int):
         return _row(change, base, new, new.evaluate()[1], capacity, base_total, {"layout": lay})
     if r.regime.symbol(what) is None:
         return None
-    given = {k: v for k, v in base.inputs.items() if k != what and r.regime.symbol(k) != r.regime.symbol(what)}
-    sol = r.solve(what, capacity, r.with_gpu(given, base.gpu))
-    current = base.inputs.get(what)
-    if current is not None and str(sol.value) == str(current):
+    new, value = _solved(base, r, what, capacity)
+    if str(base.inputs.get(what)) == str(value):
         return None
-    new = Request(base.model, base.model_ref, base.regime, base.options, dict(given, **{what: sol.value}),
-                  base.gpu, base.voc, base.formulas)
-    return _row(change, base, new, new.evaluate()[1], capacity, base_total, {"solved": {what: sol.value}})
+    return _row(change, base, new, new.evaluate()[1], capacity, base_total, {"solved": {what: value}})
+
+
+def _solved(req: Request, r, what: str, capacity: int):
+    """``req`` with ``what`` (batch, seq) at the largest value that fits, by the exact solve: (request, value)."""
+    given = {k: v for k, v in req.inputs.items() if k != what and r.regime.symbol(k) != r.regime.symbol(what)}
+    value = r.solve(what, capacity, r.with_gpu(given, req.gpu)).value
+    return Request(req.model, req.model_ref, req.regime, req.options, dict(given, **{what: value}),
+                   req.gpu, req.voc, req.formulas), value
 
 
 def _local(expr, at: dict):
@@ -257,16 +261,13 @@ def _combine(req: Request, rows: list, capacity: int, base_total: int):
     r, est = cur.evaluate()
     extra = {"combined": [c["change"] for c in names]}
     if est.total_bytes > capacity and r.regime.symbol("batch") is not None:
-        given = {k: v for k, v in cur.inputs.items() if r.regime.symbol(k) != r.regime.symbol("batch")}
         try:
-            sol = r.solve("batch", capacity, r.with_gpu(given, cur.gpu))
+            cur, value = _solved(cur, r, "batch", capacity)
         except (DoesNotFit, InputError, SolveError):
-            sol = None
-        if sol is not None:
-            cur = Request(cur.model, cur.model_ref, cur.regime, cur.options, dict(given, batch=sol.value),
-                          cur.gpu, cur.voc, cur.formulas)
+            value = None           # even batch 1 does not fit with these changes: the combination as it is
+        if value is not None:
             names.append(next(c for c in catalog() if c.get("solve") == "batch"))
-            extra = {"combined": [c["change"] for c in names], "solved": {"batch": sol.value}}
+            extra = {"combined": [c["change"] for c in names], "solved": {"batch": value}}
             est = cur.evaluate()[1]
     merged = {"change": " + ".join(c["change"] for c in names), "cost_rank": max(c.get("cost_rank", 2) for c in names),
               "throughput": "; ".join(c.get("throughput", "") for c in names),
