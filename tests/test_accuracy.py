@@ -199,14 +199,24 @@ def test_gemma2_soft_capping_and_fp32_norms_match_pytorch():
     assert act["measured_bytes"] > _activations(plain)["measured_bytes"]
 
 
+def _matrix():
+    """benchmarks/accuracy.py, the matrix behind docs/accuracy.md: its tiny configs are the ones pinned here."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "accuracy.py"
+    spec = importlib.util.spec_from_file_location("vramsym_accuracy_matrix", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# a DeepSeek-V3-style model at tiny size: MLA attention, routed and shared experts, a dense first layer
+TINY_DEEPSEEK = _matrix().TINY_DEEPSEEK
+
+
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
 def test_multi_head_latent_attention_activations_are_exact(precision):
-    cfg = {"model_type": "deepseek_v3", "hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 1,
-           "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 256, "max_position_embeddings": 512,
-           "tie_word_embeddings": False, "q_lora_rank": 32, "kv_lora_rank": 16, "qk_rope_head_dim": 8,
-           "qk_nope_head_dim": 16, "v_head_dim": 16, "n_routed_experts": 4, "num_experts_per_tok": 2,
-           "moe_intermediate_size": 32, "n_shared_experts": 1, "first_k_dense_replace": 1, "n_group": 1,
-           "topk_group": 1, "rope_interleave": True}
+    cfg = dict(TINY_DEEPSEEK, num_hidden_layers=1)
     model = _spec(cfg, "tiny-deepseek", "tests/test_accuracy.py")
     res = compare(model, "train", {"precision": precision, "attention": "eager"}, {"batch": 1, "seq": 32}, fake=False)
     act = _activations(res)
@@ -217,12 +227,7 @@ def test_lora_on_an_moe_model_leaves_dense_and_shared_expert_mlps_unadapted():
     """peft on transformers 5 moves gate_proj / up_proj / down_proj from target_modules to the fused
     experts' parameters for MoE model types, so a DeepSeek-style model's dense first layer and shared
     experts carry no adapters: the trainable parameters and their gradients are exact, the total close."""
-    cfg = {"model_type": "deepseek_v3", "hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 2,
-           "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 256, "max_position_embeddings": 512,
-           "tie_word_embeddings": False, "q_lora_rank": 32, "kv_lora_rank": 16, "qk_rope_head_dim": 8,
-           "qk_nope_head_dim": 16, "v_head_dim": 16, "n_routed_experts": 4, "num_experts_per_tok": 2,
-           "moe_intermediate_size": 32, "n_shared_experts": 1, "first_k_dense_replace": 1, "n_group": 1,
-           "topk_group": 1, "rope_interleave": True}
+    cfg = TINY_DEEPSEEK
     model = _spec(cfg, "tiny-deepseek", "tests/test_accuracy.py")
     res = compare(model, "lora", {"precision": "bf16", "attention": "eager", "lora_targets": "all_linear"},
                   {"batch": 1, "seq": 32}, fake=False)

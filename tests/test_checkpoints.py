@@ -24,18 +24,7 @@ TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_si
         "rms_norm_eps": 1e-5, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def shared_cache(tmp_path_factory):
-    """One cache for the module: each regime and option set compiles once."""
-    old = {k: os.environ.get(k) for k in ("VRAMSYM_CACHE_DIR", "VRAMSYM_NO_CACHE")}
-    os.environ["VRAMSYM_CACHE_DIR"] = str(tmp_path_factory.mktemp("ckptcache"))
-    os.environ.pop("VRAMSYM_NO_CACHE", None)
-    yield
-    for k, v in old.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+pytestmark = pytest.mark.usefixtures("module_cache")   # conftest: one cache per module
 
 
 def cli(capsys, *argv):

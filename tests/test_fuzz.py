@@ -16,18 +16,7 @@ HERE = os.path.dirname(__file__)
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def shared_cache(tmp_path_factory):
-    """One cache for the module: each regime and option set compiles once."""
-    old = {k: os.environ.get(k) for k in ("VRAMSYM_CACHE_DIR", "VRAMSYM_NO_CACHE")}
-    os.environ["VRAMSYM_CACHE_DIR"] = str(tmp_path_factory.mktemp("fuzzcache"))
-    os.environ.pop("VRAMSYM_NO_CACHE", None)
-    yield
-    for k, v in old.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+pytestmark = pytest.mark.usefixtures("module_cache")   # conftest: one cache per module
 
 
 def run(argv, capsys):
