@@ -15,6 +15,7 @@ from enum import IntEnum
 import vramsym
 from vramsym.errors import DoesNotFit, InputError, SolveError, VramError
 from vramsym.flags import Flag, UsageError, parse, prescan, print_usage_error, show
+from vramsym.terminal import ShownStream
 
 
 class ExitStatus(IntEnum):
@@ -198,6 +199,11 @@ def _warn_unused(r, inputs, args) -> None:
         flag = getattr(args, "_flag_of", {}).get(k, k)
         print(f"vramsym: warning: {flag} is ignored: regime {r.regime.regime} with these options does not "
               f"use {k}", file=sys.stderr)
+    used = set(r.regime.used_options)
+    for k, v in _options(args).items():
+        if k not in used:
+            print(f"vramsym: warning: --{show(k)} {show(v)} is ignored: regime {r.regime.regime} with these "
+                  f"options does not use {k}", file=sys.stderr)
 
 
 def _options(args):
@@ -527,6 +533,19 @@ HANDLERS = {"advise": cmd_advise, "plot": cmd_plot, "html": cmd_html, "estimate"
 
 
 def main(argv=None) -> int:
+    """Run one command; every line it writes goes through :func:`vramsym.terminal.shown`."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = ShownStream(out), ShownStream(err)
+    try:
+        return _main(argv)
+    finally:
+        if isinstance(sys.stdout, ShownStream):
+            sys.stdout = out
+        if isinstance(sys.stderr, ShownStream):
+            sys.stderr = err
+
+
+def _main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--version"]:       # reads nothing: no formula file, no cache
         print(f"vramsym {vramsym.__version__}")

@@ -32,13 +32,22 @@ def _show(value) -> str:
     return str(value).replace("_", "-")
 
 
+def _by_name(inputs: dict, voc) -> dict:
+    """Inputs keyed one way per symbol: its command-line name where it has one (``--set ckpt_ratio=0.25``
+    and a change's ``checkpoint_ratio`` are one input, so a change replaces the user's value and the
+    flags that reproduce a row never give it twice)."""
+    alias = {n: m["alias"] for n, m in voc.iface["symbols"].items() if m["alias"]}
+    return {alias.get(k, k): v for k, v in inputs.items()}
+
+
 class Request:
     """One configuration as the user gave it: what ``estimate`` and the rows' ``argv`` are built from."""
 
     def __init__(self, model, model_ref: str, regime: str, options: dict, inputs: dict, gpu: str, voc, formulas=()):
         self.model, self.model_ref, self.regime = model, model_ref, regime
-        self.options, self.inputs, self.gpu = dict(options), dict(inputs), gpu
+        self.options, self.gpu = dict(options), gpu
         self.voc, self.formulas = voc, tuple(formulas)
+        self.inputs = _by_name(inputs, voc)
 
     def derived(self, regime=None, options=None, inputs=None, reset=()) -> "Request":
         kept = {k: v for k, v in self.options.items() if k not in reset}
@@ -47,7 +56,8 @@ class Request:
             resolved = self.voc.resolve(regime or self.regime, dict(kept, **(options or {})), self.model.config)
             kept.update({k: resolved[k] for k in dropped if k in resolved})
         return Request(self.model, self.model_ref, regime or self.regime, dict(kept, **(options or {})),
-                       dict(self.inputs, **(inputs or {})), self.gpu, self.voc, self.formulas)
+                       dict(self.inputs, **_by_name(inputs or {}, self.voc)), self.gpu, self.voc, self.formulas)
+
 
     def apply(self, change: dict) -> "Request":
         """This configuration with ``change`` (an entry of formulas/advice.json) made."""
@@ -141,9 +151,13 @@ def _solved(req: Request, r, what: str, capacity: int):
                    req.gpu, req.voc, req.formulas), value
 
 
-def _local(expr, at: dict):
+def _local(expr, at: dict, x=None, stepped=None):
     """``expr`` as it is near the point ``at``: each Max / Min replaced by its active argument, each
-    Piecewise by its active branch, each ceiling / floor by its value (constant almost everywhere)."""
+    Piecewise by its active branch, each ceiling / floor by its value (constant almost everywhere),
+    except one that reads ``x``: that one by its argument, so that the derivative in ``x`` is the
+    average slope across its rounding steps (a KV cache padded to 256 cells grows in steps of 256
+    tokens: 0 between steps would say a shorter context saves nothing); its name goes into
+    ``stepped``."""
     import sympy
     from sympy.functions.elementary.piecewise import ExprCondPair
 
@@ -164,6 +178,10 @@ def _local(expr, at: dict):
                     return walk(branch.expr)
             return e
         if isinstance(e, (sympy.ceiling, sympy.floor)):
+            if x is not None and x in e.free_symbols:
+                if stepped is not None:
+                    stepped.append(str(x))
+                return walk(e.args[0])
             return value(e)
         if isinstance(e, ExprCondPair):
             return e
@@ -193,12 +211,13 @@ def sensitivity(est, names=("batch", "seq")) -> dict:
     out = {}
     for alias, s in syms.items():
         x = composed.symbols[s]
-        local = _local(composed.total, at).xreplace({k: v for k, v in at.items() if k != x})
+        stepped: list = []
+        local = _local(composed.total, at, x, stepped).xreplace({k: v for k, v in at.items() if k != x})
         d = sympy.expand(sympy.diff(local, x))
         here = d.xreplace({x: at[x]})
         exact = Fraction(int(here.p), int(here.q)) if here.is_Rational else None
         out[alias] = {"symbol": s, "derivative": sympy.sstr(d), "bytes_per_unit": None if exact is None else float(exact),
-                      "exact": None if exact is None else str(exact)}
+                      "exact": None if exact is None else str(exact), "averaged_over_steps": bool(stepped)}
     return out
 
 

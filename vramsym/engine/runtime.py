@@ -185,6 +185,12 @@ class Compiled:
 
     def _estimate(self, values, prov):
         notes = self.model.notes if self.model is not None else ()
+        if self.model is not None and self.model.checkpoint and "weights_source" not in self.regime.used_options:
+            # training and fine-tuning hold the weights in their own formats: the headers are not read
+            notes = tuple(n for n in notes if not n.startswith("weights from the ")) + (
+                f"regime {self.regime.regime} counts the weights from the formulas in the formats it trains "
+                f"with, not from the checkpoint's headers ({self.model.checkpoint.get('weight_bytes', 0):,} B "
+                f"as stored)",)
         if self._weights_check is not None:
             notes = tuple(notes) + (self._compare_weights(values, prov),)
         name = self.model.name if self.model is not None else ""
