@@ -245,3 +245,100 @@ def test_hostile_descriptions_in_c_javascript_and_latex(tmp_path):
 def test_negative_capacity(capsys):
     code, _, err = run(capsys, *EST, "--batch", "1", "--gpu", "-5GB")
     assert code == ExitStatus.BAD_INPUT and "must be positive" in err
+
+
+# ---- text shown to a person: one sanitiser (vramsym/terminal.py) ----
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+from vramsym.terminal import shown  # noqa: E402
+
+UNSAFE = [chr(c) for c in (*range(0, 9), *range(11, 32), *range(0x7f, 0xa0), 0x2028, 0x2029,
+                           *range(0x202a, 0x202f), *range(0x2066, 0x206a))] + ["\ud800", "\udc80", "\udfff"]
+
+
+@given(st.text(alphabet=st.sampled_from(UNSAFE + list("pq\n\t é€😀"))))
+def test_shown_leaves_no_unsafe_character_and_keeps_the_rest(text):
+    out = shown(text)
+    assert not any(c in out for c in UNSAFE)
+    out.encode("utf-8")                         # no lone surrogate survives: the write cannot fail
+    assert out.count("\\") == sum(c in UNSAFE for c in text)      # one visible escape for each
+    assert [c for c in out if c in "pq\n\t é€😀"] == [c for c in text if c in "pq\n\t é€😀"]
+    if not any(c in UNSAFE for c in text):
+        assert out == text                      # plain text (with line feeds and tabs) is unchanged
+
+
+def test_escape_sequences_in_a_model_name_are_shown_escaped(capsys, tmp_path):
+    title = "\x1b]0;pwned\x07"
+    code, out, err = run(capsys, "estimate", "--model", f"x{title}\x1b[2J\ry", "--batch", "1", "--seq", "16")
+    assert code == ExitStatus.BAD_INPUT
+    assert "\x1b" not in err and "\x07" not in err and "\r" not in err
+    assert "\\x1b]0;pwned\\x07" in err and "\\x1b[2J\\x0dy" in err
+
+
+def test_a_lone_surrogate_in_a_model_name_is_exit_1_not_an_encoding_error(capsys):
+    code, out, err = run(capsys, "estimate", "--model", "llama\udc80-3", "--batch", "1", "--seq", "16")
+    assert code == ExitStatus.BAD_INPUT and "\\udc80" in err, err
+
+
+def test_control_characters_from_a_config_folder_name_are_escaped_in_the_table(capsys, tmp_path):
+    folder = tmp_path / "evil\x1b]2;title\x07\u202eexe.txt"
+    folder.mkdir()
+    config_path = config_case(tmp_path)
+    (folder / "config.json").write_text(open(config_path).read())
+    code, out, err = run(capsys, "estimate", "--model", str(folder), "--batch", "1", "--seq", "16")
+    assert code == 0, err
+    assert "\x1b" not in out + err and "\u202e" not in out + err and "\\x1b]2;title\\x07\\u202eexe.txt" in out
+
+
+def test_quant_method_with_a_surrogate_or_escape_is_shown_escaped(capsys, tmp_path):
+    cfg = json.loads(open(config_case(tmp_path)).read())
+    cfg["quantization_config"] = {"quant_method": "\udc80\x1b[31mred"}
+    folder = tmp_path / "q"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(cfg))
+    code, out, err = run(capsys, "estimate", "--model", str(folder), "--batch", "1", "--seq", "16")
+    assert code in (0, ExitStatus.BAD_INPUT), err
+    assert "\x1b" not in out + err
+
+
+# ---- advise: the user's values and the rows' flags ----
+
+def test_advise_replaces_a_set_input_and_every_rows_flags_run(capsys):
+    from helpers import run_cli
+    code, out, err = run_cli(["advise", "--model", "llama-3.2-1b", "--regime", "train", "--checkpointing", "full",
+                              "--set", "ckpt_ratio=0.25", "--batch", "8", "--seq", "2048", "--gpu", "24GB", "--json"])
+    assert code == 0, err
+    rows = json.loads(out)["changes"]
+    assert rows
+    for row in rows:
+        argv = row["argv"]
+        assert sum(a in ("--checkpoint-ratio",) or a.startswith("ckpt_ratio=") or a.startswith("checkpoint_ratio=")
+                   for a in argv) <= 1, argv                      # never given twice
+        c, o, e = run_cli([*argv, "--json"])
+        assert c == 0, (argv, e)
+        assert json.loads(o)["total_bytes"] == row["total_bytes"], row["change"]
+    half = [r for r in rows if r["change"] == "activation checkpointing of half the layers"]
+    if half:        # the change says that it replaces the user's 0.25
+        assert "--checkpoint-ratio" in half[0]["args"] and "0.5" in half[0]["args"]
+
+
+def test_sensitivity_to_a_padded_length_is_its_average_slope(capsys, tmp_path):
+    import vramsym
+    from vramsym.engine.advice import sensitivity
+    est = vramsym.estimate("llama-3.2-1b", "inference", {}, {"batch": 1, "seq": 1000})
+    s = sensitivity(est)["seq"]
+    assert s["averaged_over_steps"] is False and float(s["exact"]) > 0
+    # a term padded to 256 tokens: 0 between steps locally, the average slope instead
+    p = tmp_path / "pad.vram"
+    p.write_text('term padded = ceil(s * [sequence/token] / 256) * 256 * 1000 * [byte] : byte '
+                 '"a cache padded to 256 cells" source "test"\n'
+                 'regime padded extends inference "padded" { add padded }\n')
+    r = vramsym.compile("llama-3.2-1b", "padded", {}, formulas=[str(p)])
+    est = r.evaluate({"batch": 1, "seq": 1000})
+    from vramsym.engine.runtime import vocabulary
+    s = sensitivity(est, library=vocabulary([str(p)]).load_library())["seq"]
+    plain = sensitivity(vramsym.estimate("llama-3.2-1b", "inference", {}, {"batch": 1, "seq": 1000}))["seq"]
+    assert s["averaged_over_steps"] is True
+    from fractions import Fraction
+    assert Fraction(s["exact"]) - Fraction(plain["exact"]) == 1000

@@ -113,14 +113,15 @@ def advise(model, regime: str = "inference", options=None, inputs=None, gpu="24G
     req = Request(model, model_ref or model.source, regime, dict(options or {}),
                   {k: str(v) for k, v in dict(inputs or {}).items()}, str(gpu), voc, formulas)
     res = _advise(req, capacity)
-    res["sensitivity"] = _sens(res["estimate"])
+    res["sensitivity"] = _sens(res["estimate"], library=voc.load_library())
     return res
 
 
-def sensitivity(estimate, names=("batch", "seq")) -> dict:
-    """d total / d input at an estimate's configuration (sympy): ``{alias: {derivative, exact, ...}}``."""
+def sensitivity(estimate, names=("batch", "seq"), library=None) -> dict:
+    """d total / d input at an estimate's configuration (sympy): ``{alias: {derivative, exact, ...}}``;
+    ``library``: the formula library it was compiled from, when it has files beyond the bundled ones."""
     from .engine.advice import sensitivity as _sens
-    return _sens(estimate, names)
+    return _sens(estimate, names, library)
 
 
 def plot_curve(compiled, vary: str, lo: int, hi: int, inputs=None, capacities=(), points: int = 64,

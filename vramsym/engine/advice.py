@@ -189,7 +189,7 @@ def _local(expr, at: dict, x=None, stepped=None):
     return walk(expr)
 
 
-def sensitivity(est, names=("batch", "seq")) -> dict:
+def sensitivity(est, names=("batch", "seq"), library=None) -> dict:
     """d total / d x at this configuration, for the inputs ``names`` the total reads: the derivative
     (sympy, of the total with the model's numbers and the other inputs substituted, each max / min /
     piecewise at its active branch) as an expression in x, and its exact value here."""
@@ -201,7 +201,7 @@ def sensitivity(est, names=("batch", "seq")) -> dict:
     syms = {n: compiled.symbol(n) for n in names if compiled.symbol(n) in compiled.args}
     if not syms:
         return {}
-    composed = compose(vocabulary().load_library(), compiled.regime, dict(compiled.options))
+    composed = compose(library or vocabulary().load_library(), compiled.regime, dict(compiled.options))
     values = est.binding.values
 
     def rat(v):
