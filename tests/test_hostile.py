@@ -342,3 +342,20 @@ def test_sensitivity_to_a_padded_length_is_its_average_slope(capsys, tmp_path):
     assert s["averaged_over_steps"] is True
     from fractions import Fraction
     assert Fraction(s["exact"]) - Fraction(plain["exact"]) == 1000
+
+
+def test_a_checkpoint_under_a_training_regime_says_the_headers_are_not_read(capsys, tmp_path):
+    from test_checkpoints import dense_tensors, make_dir
+    cfg = json.loads(open(config_case(tmp_path)).read())
+    cfg.update(num_hidden_layers=2, hidden_size=64, intermediate_size=128, num_attention_heads=4,
+               num_key_value_heads=2, vocab_size=256, head_dim=16)
+    folder = make_dir(tmp_path / "ckpt", cfg, dense_tensors(cfg))
+    code, out, err = run(capsys, "estimate", "--model", str(folder), "--regime", "train", "--weights-source", "file",
+                         "--batch", "1", "--seq", "16", "--json")
+    assert code == 0, err
+    notes = json.loads(out)["notes"]
+    assert not any(n.startswith("weights from the ") for n in notes), notes
+    assert any("not from the checkpoint's headers" in n for n in notes), notes
+    assert "--weights-source file is ignored" in err, err
+    code, out, err = run(capsys, "estimate", "--model", str(folder), "--batch", "1", "--seq", "16", "--json")
+    assert code == 0 and any(n.startswith("weights from the ") for n in json.loads(out)["notes"])
