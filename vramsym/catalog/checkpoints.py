@@ -21,6 +21,7 @@ import os
 import struct
 
 from ..errors import InputError
+from .paths import open_member, read_bounded
 
 MAX_HEADER_BYTES = 100 * 2**20     # a real header is a few MB at most (a 405B model: ~ 2 MB)
 MAX_INDEX_BYTES = 64 * 2**20
@@ -128,14 +129,18 @@ def checked_tensor(path, name, dtype, shape, offs, data_size) -> Tensor:
     return Tensor(name, dtype, shape, end - begin, path)
 
 
-def read_header(path) -> list:
-    """The tensors of one safetensors file, from its header, each checked against the file."""
+def read_header(path, root=None) -> list:
+    """The tensors of one safetensors file, from its header, each checked against the file (a
+    regular file, inside ``root`` when given)."""
+    f, size = open_member(path, root, "safetensors file")
     try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
+        with f:
             if size < 8:
                 raise _bad(path, f"{size} bytes, shorter than the 8-byte header length")
-            (n,) = struct.unpack("<Q", f.read(8))
+            head = f.read(8)
+            if len(head) != 8:
+                raise _bad(path, "the file changed while it was read")
+            (n,) = struct.unpack("<Q", head)
             if n > MAX_HEADER_BYTES:
                 raise _bad(path, f"the header claims {n:,} bytes, more than the {MAX_HEADER_BYTES:,} "
                                  f"a safetensors header may have here")
@@ -172,6 +177,9 @@ def read_header(path) -> list:
         if b1 < e0:
             raise _bad(path, f"the data of tensors '{n0[:80]}' and '{n1[:80]}' overlap "
                              f"([{b0}, {e0}] and [{b1}, {e1}])")
+    if not tensors:
+        raise _bad(path, "its header holds no tensors" + (" (only __metadata__)" if header else "")
+                   + ": not a checkpoint's weights")
     return tensors
 
 
@@ -183,44 +191,52 @@ def _safe_member(directory, name, what) -> str:
     return os.path.join(directory, name)
 
 
-def safetensors_files(directory) -> tuple:
-    """(files, index notes) of the checkpoint in ``directory``: those its
+def safetensors_files(directory, root=None) -> tuple:
+    """(files, index weight_map or None) of the checkpoint in ``directory``: those its
     ``model.safetensors.index.json`` names, else ``model.safetensors``, else every
-    ``*.safetensors``; ``([], [])`` when there is none."""
+    ``*.safetensors``; ``([], None)`` when there is none. Anything present under those names is
+    the checkpoint: one that cannot be read (a dangling symlink, a FIFO, a folder, a file outside
+    ``root``) is an error when it is read, never a silent fall-back to the config's count."""
+    root = directory if root is None else root
     index = os.path.join(directory, "model.safetensors.index.json")
-    if os.path.isfile(index):
-        if os.path.getsize(index) > MAX_INDEX_BYTES:
-            raise InputError(f"safetensors index '{index}' is larger than {MAX_INDEX_BYTES:,} bytes")
+    if os.path.lexists(index):
+        raw = read_bounded(index, MAX_INDEX_BYTES, root, "safetensors index")
         try:
-            with open(index, encoding="utf-8") as f:
-                data = json.load(f, parse_constant=_no_constant)
-        except (OSError, ValueError, RecursionError) as e:
+            data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+        except (ValueError, RecursionError) as e:     # UnicodeDecodeError is a ValueError
             raise InputError(f"cannot read safetensors index '{index}': {str(e)[:160]}") from None
         wmap = data.get("weight_map") if isinstance(data, dict) else None
         if not isinstance(wmap, dict):
             raise InputError(f"safetensors index '{index}' has no weight_map object (tensor -> file)")
         files = sorted({_safe_member(directory, v, f"safetensors index '{index}'") for v in wmap.values()})
         for f in files:
-            if not os.path.isfile(f):
+            if not os.path.lexists(f):
                 raise InputError(f"safetensors index '{index}' names '{os.path.basename(f)}', which is not "
                                  f"in the folder (an incomplete download?)")
+        if not files:
+            raise InputError(f"safetensors index '{index}' has an empty weight_map: it lists no tensors")
         return files, wmap
     single = os.path.join(directory, "model.safetensors")
-    if os.path.isfile(single):
+    if os.path.lexists(single):
         return [single], None
-    files = sorted(os.path.join(directory, f) for f in os.listdir(directory)
-                   if f.endswith(".safetensors") and os.path.isfile(os.path.join(directory, f)))
+    try:
+        names = os.listdir(directory)
+    except OSError as e:
+        raise InputError(f"cannot list the checkpoint folder '{directory}': {e.strerror or e}") from None
+    files = sorted(os.path.join(directory, f) for f in names if f.endswith(".safetensors"))
     return files, None
 
 
-def read_checkpoint(directory) -> Checkpoint | None:
-    """The tensors of the safetensors checkpoint in ``directory``, or None when it has none."""
-    files, wmap = safetensors_files(directory)
+def read_checkpoint(directory, root=None) -> Checkpoint | None:
+    """The tensors of the safetensors checkpoint in ``directory``, or None when it has none. Every
+    file read is a regular file whose real path lies inside ``root`` (default: ``directory``)."""
+    root = directory if root is None else root
+    files, wmap = safetensors_files(directory, root)
     if not files:
         return None
     tensors, seen, notes = [], {}, []
     for f in files:
-        for t in read_header(f):
+        for t in read_header(f, root):
             if t.name in seen:
                 raise InputError(f"tensor '{t.name[:80]}' is in both '{os.path.basename(seen[t.name])}' and "
                                  f"'{os.path.basename(f)}' of the checkpoint '{directory}'")

@@ -1,20 +1,28 @@
 """A GGUF file (llama.cpp) as a model: its metadata and its tensors' exact sizes.
 
-Read with the ``gguf`` package (llama.cpp's gguf-py, the ``gguf`` extra; imported only here),
-which memory-maps the file and parses its header; no tensor data is read. The architecture's
-hyper-parameters (``{arch}.embedding_length``, ``block_count``, ``attention.head_count``, ...)
-are mapped onto the Hugging Face config fields the formula files read (``hidden_size``,
-``num_hidden_layers``, ...), and every tensor's bytes come from its ggml type and shape
-(``GGML_QUANT_SIZES``: elements per block, bytes per block). The file is untrusted: a
-truncated or malformed header is an :class:`~vramsym.errors.InputError` naming the file.
+The header is walked here (ggml docs/gguf.md), with every length, string and count checked
+against the file's size before it is used: scalars and short strings are kept, arrays only as
+their item type and count (never materialised: a tokenizer's 150,000 strings are walked, not
+decoded), then the tensor infos (name, dimensions, ggml type, offset). No tensor data is read.
+The ``gguf`` package (llama.cpp's gguf-py, the ``gguf`` extra) is used only for its tables of
+ggml types and block sizes. The architecture's hyper-parameters (``{arch}.embedding_length``,
+``block_count``, ``attention.head_count``, ...) are mapped onto the Hugging Face config fields
+the formula files read (``hidden_size``, ``num_hidden_layers``, ...), checked to be numbers of
+the right kind and to agree with the tensors (the blocks present, the attention projections'
+shapes); every tensor's bytes come from its ggml type and shape (``GGML_QUANT_SIZES``: elements
+per block, bytes per block). The file is untrusted: every problem is an
+:class:`~vramsym.errors.InputError` naming the file.
 """
 from __future__ import annotations
 
+import math
 import os
+import re
 import struct
 
 from ..errors import InputError
 from .checkpoints import Checkpoint, Tensor, checkpoint_fields
+from .paths import open_member
 
 # GGUF metadata key (after "{arch}.") -> the config.json field the formula files read
 HPARAMS = {
@@ -38,143 +46,241 @@ ARCH = {"gemma3": "gemma3_text", "qwen3moe": "qwen3_moe", "qwen2moe": "qwen2_moe
 # general.file_type (llama_ftype) -> the quant option's GGUF choices (formulas/dtypes.vram)
 FTYPE_QUANT = {2: "q4_0", 7: "q8_0", 15: "q4_k_m"}
 
-MAX_FIELDS = 1 << 16
+MAX_NAME_BYTES = 65535          # keys and tensor names (gguf.md: a key is at most 65535 bytes)
+MAX_STRING_KEPT = 1 << 16        # longer string values are skipped, recorded by their length only
+_MAX_DIMS = 4                    # GGML_MAX_DIMS
+_GATED_Q = {"qwen3next"}         # architectures whose attn_q also holds a gate (twice the outputs)
+
+# GGUF value types (ggml docs/gguf.md, gguf_type): fixed sizes and formats; 8 = string, 9 = array
+_SCALAR = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+_FORMAT = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<B", 10: "<Q", 11: "<q", 12: "<d"}
+_TYPE_NAMES = {0: "uint8", 1: "int8", 2: "uint16", 3: "int16", 4: "uint32", 5: "int32", 6: "float32",
+               7: "bool", 8: "string", 9: "array", 10: "uint64", 11: "int64", 12: "float64"}
+_U64 = struct.Struct("<Q")
 
 
 def _bad(path, what) -> InputError:
     return InputError(f"GGUF file '{path}': {what}")
 
 
-def _value(field):
-    """A metadata field's value (a scalar, a string, or for an array its length)."""
-    from gguf import GGUFValueType
-    if not field.types:
-        return None
-    if field.types[0] == GGUFValueType.ARRAY:
-        return len(field.data)
-    if field.types[0] == GGUFValueType.STRING:
-        return bytes(field.parts[field.data[0]]).decode("utf-8", errors="replace")
-    v = field.parts[field.data[0]]
-    return v.tolist()[0] if len(v) else None
+class Array:
+    """A metadata array, recorded by its item type and count only."""
+    __slots__ = ("itype", "count")
+
+    def __init__(self, itype, count):
+        self.itype, self.count = itype, count
+
+    def __repr__(self):
+        return f"<array of {self.count:,} {_TYPE_NAMES.get(self.itype, '?')}>"
 
 
-# GGUF value types (ggml docs/gguf.md, gguf_type): fixed sizes; 8 = string, 9 = array
-_SCALAR = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
-_MAX_DIMS = 4     # GGML_MAX_DIMS
+class LongString:
+    """A metadata string longer than MAX_STRING_KEPT bytes, recorded by its length only."""
+    __slots__ = ("length",)
+
+    def __init__(self, length):
+        self.length = length
 
 
-def _prescan(path, size, n_tensors, n_kv):
-    """Walk the metadata and tensor infos with every length checked against the file before the
-    gguf reader sees it: its loops trust the counts (an array claiming 2^40 items past the end of
-    a small file would spin), this walk stops at the first claim the file cannot hold."""
-    with open(path, "rb") as f:
-        pos = 24
-        f.seek(pos)
+def _kind(v) -> str:
+    """How a metadata value is described when it is not the kind a field needs."""
+    if isinstance(v, Array):
+        return f"an array of {v.count:,} items"
+    if isinstance(v, bool):
+        return f"a boolean ({str(v).lower()})"
+    if isinstance(v, (str, LongString)):
+        return "a string"
+    if isinstance(v, float):
+        return f"{v!r} (a floating-point number)"
+    return repr(v)
 
-        def take(n, what):
-            nonlocal pos
-            if n < 0 or pos + n > size:
-                raise _bad(path, f"{what} at byte {pos:,} needs {n:,} bytes, past the end of the file "
-                                 f"({size:,} bytes): truncated or corrupt")
-            pos += n
-            if n <= 8:
-                return f.read(n)
-            f.seek(pos)         # skipped, not read: a claimed length never becomes an allocation
-            return b""
 
-        def u32(what):
-            return struct.unpack("<I", take(4, what))[0]
+class _Walker:
+    """The header of an open GGUF file, walked through a window of bounded reads."""
+    CHUNK = 1 << 22
 
-        def u64(what):
-            return struct.unpack("<Q", take(8, what))[0]
+    def __init__(self, path, f, size):
+        self.path, self.f, self.size = path, f, size
+        self.pos, self.base, self.buf = 24, 0, b""
 
-        def string(what):
-            n = u64(what)
-            take(n, what)
+    def _fill(self, pos, n):
+        want = min(self.size - pos, max(n, self.CHUNK))
+        try:
+            self.f.seek(pos)
+            data = self.f.read(want)
+        except OSError as e:
+            raise InputError(f"cannot read GGUF file '{self.path}': {e.strerror or type(e).__name__}") from None
+        if len(data) < n:
+            raise _bad(self.path, "the file changed while it was read")
+        self.base, self.buf = pos, data
 
-        def value(vtype, what, depth=0):
-            if vtype in _SCALAR:
-                take(_SCALAR[vtype], what)
-            elif vtype == 8:
-                string(what)
-            elif vtype == 9:
-                itype, count = u32(what), u64(what)
-                if depth > 3:
-                    raise _bad(path, f"{what} nests arrays more than 4 deep")
-                if itype in _SCALAR:
-                    take(count * _SCALAR[itype], what)
-                elif itype in (8, 9):
-                    if count > (size - pos) // 8:
-                        raise _bad(path, f"{what} claims {count:,} items, more than the rest of the file holds")
-                    for _ in range(count):
-                        value(itype, what, depth + 1)
+    def _past(self, pos, n, what):
+        return _bad(self.path, f"{what} at byte {pos:,} needs {n:,} bytes, past the end of the file "
+                               f"({self.size:,} bytes): truncated or corrupt")
+
+    def take(self, n, what) -> int:
+        """Claim the next ``n`` bytes (checked against the file); their position."""
+        pos = self.pos
+        if n < 0 or pos + n > self.size:
+            raise self._past(pos, n, what)
+        self.pos = pos + n
+        return pos
+
+    def read(self, n, what) -> bytes:
+        pos = self.take(n, what)
+        if pos < self.base or pos + n > self.base + len(self.buf):
+            self._fill(pos, n)
+        return self.buf[pos - self.base:pos - self.base + n]
+
+    def unpack(self, fmt, n, what):
+        pos = self.take(n, what)
+        if pos < self.base or pos + n > self.base + len(self.buf):
+            self._fill(pos, n)
+        return struct.unpack_from(fmt, self.buf, pos - self.base)[0]
+
+    def u32(self, what):
+        return self.unpack("<I", 4, what)
+
+    def u64(self, what):
+        return self.unpack("<Q", 8, what)
+
+    def name(self, what) -> str:
+        n = self.u64(what)
+        if n > self.size - self.pos:
+            raise self._past(self.pos, n, what)
+        if n > MAX_NAME_BYTES:
+            raise _bad(self.path, f"{what} is {n:,} bytes long (GGUF allows {MAX_NAME_BYTES:,})")
+        try:
+            return self.read(n, what).decode("utf-8")
+        except UnicodeDecodeError:
+            raise _bad(self.path, f"{what} is not UTF-8 text") from None
+
+    def string(self, what):
+        n = self.u64(what)
+        if n > MAX_STRING_KEPT:
+            self.take(n, what)
+            return LongString(n)
+        return self.read(n, what).decode("utf-8", errors="replace")
+
+    def skip_strings(self, count, what):
+        """Walk ``count`` strings: each length read and checked, nothing decoded."""
+        size, unpack = self.size, _U64.unpack_from
+        pos, base, buf = self.pos, self.base, self.buf
+        end = base + len(buf)
+        for _ in range(count):
+            if pos + 8 > end:
+                if pos + 8 > size:
+                    raise self._past(pos, 8, what)
+                self._fill(pos, 8)
+                base, buf = self.base, self.buf
+                end = base + len(buf)
+            pos += 8 + unpack(buf, pos - base)[0]
+            if pos > size:
+                self.pos = pos
+                raise _bad(self.path, f"{what}: a string ends at byte {pos:,}, past the end of the file "
+                                      f"({size:,} bytes): truncated or corrupt")
+        self.pos = pos
+
+    def value(self, vtype, what, depth=0):
+        if vtype in _SCALAR:
+            v = self.unpack(_FORMAT[vtype], _SCALAR[vtype], what)
+            return bool(v) if vtype == 7 else v
+        if vtype == 8:
+            return self.string(what)
+        if vtype == 9:
+            itype, count = self.u32(what), self.u64(what)
+            if depth > 3:
+                raise _bad(self.path, f"{what} nests arrays more than 4 deep")
+            if itype in _SCALAR:
+                self.take(count * _SCALAR[itype], what)
+            elif itype in (8, 9):
+                if count > (self.size - self.pos) // (8 if itype == 8 else 12):
+                    raise _bad(self.path, f"{what} claims {count:,} items, more than the rest of the file holds")
+                if itype == 8:
+                    self.skip_strings(count, what)
                 else:
-                    raise _bad(path, f"{what} is an array of unknown type {itype}")
+                    for _ in range(count):
+                        self.value(9, what, depth + 1)
             else:
-                raise _bad(path, f"{what} has an unknown value type {vtype}")
-
-        for i in range(n_kv):
-            string(f"metadata key {i}")
-            value(u32(f"metadata value {i}"), f"metadata value {i}")
-        for i in range(n_tensors):
-            string(f"tensor info {i}")
-            n_dims = u32(f"tensor info {i}")
-            if n_dims > _MAX_DIMS:
-                raise _bad(path, f"tensor info {i} claims {n_dims} dimensions (GGUF allows {_MAX_DIMS})")
-            take(8 * n_dims + 4 + 8, f"tensor info {i}")
+                raise _bad(self.path, f"{what} is an array of unknown type {itype}")
+            return Array(itype, count)
+        raise _bad(self.path, f"{what} has an unknown value type {vtype}")
 
 
-def read_gguf(path):
-    """(metadata dict, Checkpoint) of a GGUF file, from its header."""
+def _walk(path, f, size, n_tensors, n_kv):
+    """(metadata, [(name, dims, ggml type, offset)], data start) of the GGUF file open as ``f``."""
+    w = _Walker(path, f, size)
+    meta = {}
+    for i in range(n_kv):
+        key = w.name(f"metadata key {i}")
+        shown = f"metadata key {i} ('{key[:80]}')"
+        if key in meta:
+            raise _bad(path, f"{shown} appears twice")
+        meta[key] = w.value(w.u32(shown), shown)
+    infos, names = [], set()
+    for i in range(n_tensors):
+        name = w.name(f"tensor info {i}")
+        n_dims = w.u32(f"tensor info {i}")
+        if n_dims > _MAX_DIMS:
+            raise _bad(path, f"tensor info {i} claims {n_dims} dimensions (GGUF allows {_MAX_DIMS})")
+        dims = [w.u64(f"tensor info {i}") for _ in range(n_dims)]
+        ttype, offset = w.u32(f"tensor info {i}"), w.u64(f"tensor info {i}")
+        if name in names:
+            raise _bad(path, f"tensor '{name[:80]}' appears twice")
+        names.add(name)
+        infos.append((name, dims, ttype, offset))
+    align = meta.get("general.alignment", 32)
+    if not isinstance(align, int) or isinstance(align, bool) or align <= 0 or align & (align - 1):
+        raise _bad(path, f"metadata general.alignment is {_kind(align)}, not a power of two")
+    return meta, infos, w.pos + (-w.pos) % align
+
+
+def read_gguf(path, root=None):
+    """(metadata dict, Checkpoint) of a GGUF file, from its header. Metadata values are ints,
+    floats, bools, strings, :class:`Array` (item type and count) or :class:`LongString`."""
     try:
         import gguf
     except ImportError:
         raise InputError(f"reading '{path}' needs the gguf package (llama.cpp's reader): "
                          f"pip install 'vramsym[gguf]'") from None
-    try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as f:
+    f, size = open_member(path, root, "GGUF file")
+    with f:
+        try:
             head = f.read(24)
-    except OSError as e:
-        raise InputError(f"cannot read GGUF file '{path}': {e.strerror or e}") from None
-    if len(head) < 24:
-        raise _bad(path, f"{size} bytes, shorter than the 24-byte GGUF header (truncated?)")
-    magic, version = head[:4], struct.unpack("<I", head[4:8])[0]
-    if magic != b"GGUF":
-        raise _bad(path, f"it does not start with the GGUF magic (got {magic!r})")
-    if version not in (2, 3):
-        raise _bad(path, f"GGUF version {version} is not one this reader knows (2 or 3)")
-    n_tensors, n_kv = struct.unpack("<QQ", head[8:24])
-    # every tensor info and key takes at least 8 bytes: counts beyond the file are lies
-    if n_tensors > size // 8 or n_kv > size // 8:
-        raise _bad(path, f"the header claims {n_tensors:,} tensors and {n_kv:,} metadata keys, more than "
-                         f"a file of {size:,} bytes can hold (truncated or corrupt)")
-    _prescan(path, size, n_tensors, n_kv)
-    try:
-        reader = gguf.GGUFReader(path, "r")
-        meta = {name: _value(field) for name, field in reader.fields.items()}
-        raw_tensors = [(t.name, int(t.tensor_type), [int(d) for d in t.shape], int(t.n_elements), int(t.data_offset))
-                       for t in reader.tensors]
-        data_start = int(reader.data_offset)
-    except (ValueError, IndexError, KeyError, TypeError, OverflowError, struct.error, UnicodeDecodeError,
-            OSError, MemoryError) as e:
-        msg = str(e).splitlines()[0][:160] if str(e) else type(e).__name__
-        raise _bad(path, f"its header is truncated or malformed ({msg})") from None
+        except OSError as e:
+            raise InputError(f"cannot read GGUF file '{path}': {e.strerror or e}") from None
+        if len(head) < 24:
+            raise _bad(path, f"{size} bytes, shorter than the 24-byte GGUF header (truncated?)")
+        magic, version = head[:4], struct.unpack("<I", head[4:8])[0]
+        if magic != b"GGUF":
+            raise _bad(path, f"it does not start with the GGUF magic (got {magic!r})")
+        if version not in (2, 3):
+            raise _bad(path, f"GGUF version {version} is not one this reader knows (2 or 3)")
+        n_tensors, n_kv = struct.unpack("<QQ", head[8:24])
+        # every tensor info and key takes at least 8 bytes: counts beyond the file are lies
+        if n_tensors > size // 8 or n_kv > size // 8:
+            raise _bad(path, f"the header claims {n_tensors:,} tensors and {n_kv:,} metadata keys, more than "
+                             f"a file of {size:,} bytes can hold (truncated or corrupt)")
+        meta, infos, data_start = _walk(path, f, size, n_tensors, n_kv)
+    meta["GGUF.version"] = version
+    if not infos:
+        raise _bad(path, "it holds no tensors (a vocabulary-only file?): not a model's weights")
     tensors, spans = [], []
-    for name, ttype, shape, numel, offset in raw_tensors:
+    for name, shape, ttype, offset in infos:
         try:
             qtype = gguf.GGMLQuantizationType(ttype)
             block, tsize = gguf.GGML_QUANT_SIZES[qtype]
         except (ValueError, KeyError):
             raise _bad(path, f"tensor '{name[:80]}' has an unknown ggml type {ttype}") from None
-        if any(d < 0 for d in shape) or numel < 0:
-            raise _bad(path, f"tensor '{name[:80]}' has a negative dimension {shape}")
+        numel = 1
+        for d in shape:
+            numel *= d
         if numel % block:
             raise _bad(path, f"tensor '{name[:80]}' of type {qtype.name} has {numel:,} elements, not a whole "
                              f"number of its {block}-element blocks")
         nbytes = numel // block * tsize
-        begin = offset            # the reader gives each tensor's absolute offset in the file
-        if begin < data_start or begin + nbytes > size:
+        begin = data_start + offset
+        if begin + nbytes > size:
             raise _bad(path, f"tensor '{name[:80]}' ({nbytes:,} bytes at offset {offset:,}) runs past the end "
                              f"of the file ({size:,} bytes): truncated?")
         tensors.append(Tensor(name, qtype.name, shape, nbytes, path))
@@ -186,6 +292,74 @@ def read_gguf(path):
     return meta, Checkpoint("gguf", [path], tensors)
 
 
+_FLOATS = {"attention.layer_norm_rms_epsilon", "rope.freq_base"}
+_BLOCK = re.compile(r"blk\.(\d{1,9})\.")
+
+
+def _hparam(path, key, v, whole):
+    """A hyper-parameter's value, checked to be a whole number (counts) or a finite number."""
+    if whole:
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise _bad(path, f"metadata {key} is {_kind(v)}, not a whole number")
+    elif not isinstance(v, (int, float)) or isinstance(v, bool):
+        raise _bad(path, f"metadata {key} is {_kind(v)}, not a number")
+    elif not math.isfinite(v):
+        raise _bad(path, f"metadata {key} is {v!r}, not a finite number")
+    return v
+
+
+def _check_blocks(path, arch, meta, tensors):
+    """``{arch}.block_count`` against the ``blk.N.`` blocks the tensors hold (0 .. N-1)."""
+    blocks = {int(m.group(1)) for m in (_BLOCK.match(t.name) for t in tensors) if m}
+    if not blocks:
+        return
+    key, n = f"{arch}.block_count", meta.get(f"{arch}.block_count")
+    missing = next((i for i in range(len(blocks) + 1) if i not in blocks), None)
+    if missing is not None and missing < max(blocks):
+        raise _bad(path, f"the tensors' blocks are not blk.0 to blk.{max(blocks)}: blk.{missing} has no tensor "
+                         f"(metadata {key} is {n if n is not None else 'not set'})")
+    if n is not None and n != len(blocks):
+        raise _bad(path, f"metadata {key} is {n}, but the tensors hold {len(blocks)} block(s) "
+                         f"(blk.0 to blk.{len(blocks) - 1})")
+
+
+def _check_heads(path, arch, meta, tensors):
+    """The attention head counts against the shapes of the q and k projections, where they exist:
+    ``attn_q`` has head_count x key_length outputs, ``attn_k`` head_count_kv x key_length
+    (key_length defaults to embedding_length / head_count)."""
+    nh = meta.get(f"{arch}.attention.head_count")
+    if not isinstance(nh, int) or nh <= 0:
+        return
+    nkv_key = f"{arch}.attention.head_count_kv"
+    nkv = meta.get(nkv_key, nh)
+    kl = meta.get(f"{arch}.attention.key_length")
+    emb = meta.get(f"{arch}.embedding_length")
+    if kl is None and not isinstance(emb, int):
+        return
+    gate = 2 if arch in _GATED_Q else 1
+    per = f"key_length {kl}" if kl is not None else f"embedding_length {emb} / head_count {nh}"
+    from fractions import Fraction
+    width = Fraction(kl) if kl is not None else Fraction(emb, nh)      # outputs per head
+    for t in tensors:
+        m = _BLOCK.match(t.name)
+        if not m or len(t.shape) < 2:
+            continue
+        rest = t.name[m.end():]
+        if rest == "attn_q.weight":
+            key, heads, factor = f"{arch}.attention.head_count", nh, gate
+        elif rest == "attn_k.weight":
+            key, heads, factor = (nkv_key if nkv_key in meta else f"{arch}.attention.head_count"), nkv, 1
+        else:
+            continue
+        out = t.shape[1]         # GGUF order: ne[0] is the input (embedding), ne[1] the outputs
+        if width and out == heads * width * factor:
+            continue
+        said = out / (width * factor) if width else None
+        said = f"{int(said)} heads" if said is not None and said.denominator == 1 else "no whole number of heads"
+        raise _bad(path, f"metadata {key} is {heads}, but tensor '{t.name[:80]}' has {out:,} outputs (shape "
+                         f"{list(t.shape)}), {said} of {per}{' (x 2 for the gate)' if factor > 1 else ''}")
+
+
 def config_of(meta: dict, ckpt: Checkpoint) -> tuple:
     """(a config.json-like dict, notes) from the GGUF metadata."""
     arch = meta.get("general.architecture")
@@ -193,12 +367,15 @@ def config_of(meta: dict, ckpt: Checkpoint) -> tuple:
         raise InputError(f"GGUF file '{ckpt.files[0]}' has no general.architecture")
     cfg = {"model_type": ARCH.get(arch, arch), "architectures": [f"gguf:{arch}"]}
     notes = []
+    path = ckpt.files[0]
     for key, field in HPARAMS.items():
-        v = meta.get(f"{arch}.{key}")
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            cfg[field] = v
-    if "vocab_size" not in cfg and isinstance(meta.get("tokenizer.ggml.tokens"), int):
-        cfg["vocab_size"] = meta["tokenizer.ggml.tokens"]     # the tokenizer's token count
+        if f"{arch}.{key}" in meta:
+            cfg[field] = _hparam(path, f"{arch}.{key}", meta[f"{arch}.{key}"], key not in _FLOATS)
+    tokens = meta.get("tokenizer.ggml.tokens")
+    if "vocab_size" not in cfg and isinstance(tokens, Array):
+        cfg["vocab_size"] = tokens.count             # the tokenizer's token count
+    _check_blocks(path, arch, meta, ckpt.tensors)
+    _check_heads(path, arch, meta, ckpt.tensors)
     names = {t.name for t in ckpt.tensors}
     cfg["tie_word_embeddings"] = "output.weight" not in names
     if f"{arch}.attention.key_length" not in meta:
@@ -206,15 +383,15 @@ def config_of(meta: dict, ckpt: Checkpoint) -> tuple:
     return cfg, notes
 
 
-def load_gguf(path):
+def load_gguf(path, root=None):
     from .models import _spec
-    meta, ckpt = read_gguf(path)
+    meta, ckpt = read_gguf(path, root)
     cfg, notes = config_of(meta, ckpt)
     fields, more = checkpoint_fields(ckpt, cfg)
     embd = sum(t.nbytes for t in ckpt.tensors if t.name == "token_embd.weight")
     fields["ckpt_embd_bytes"] = embd
     ftype = meta.get("general.file_type")
-    if ftype in FTYPE_QUANT:
+    if isinstance(ftype, int) and not isinstance(ftype, bool) and ftype in FTYPE_QUANT:
         fields["ckpt_quant"] = FTYPE_QUANT[ftype]
     name = meta.get("general.name") if isinstance(meta.get("general.name"), str) else None
     name = name or os.path.splitext(os.path.basename(path))[0]

@@ -67,6 +67,42 @@ def reachable() -> bool:
     return True
 
 
+_COMMIT = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+MAX_REF_BYTES = 256
+
+
+def repo_folder(cache: str, repo_id: str) -> str:
+    """huggingface_hub's cache folder of a model repository: ``<cache>/models--org--name``."""
+    return os.path.join(cache, "models--" + repo_id.replace("/", "--"))
+
+
+def check_ref(cache: str, repo_id: str):
+    """The cache's ``refs/main`` of ``repo_id``, when it exists, must hold a commit hash (40 or 64
+    hex digits) and be a regular file inside the repository's cache folder: huggingface_hub joins
+    its content onto ``snapshots/``, so ``../../..`` or an absolute path would read files outside."""
+    from .paths import read_bounded
+    folder = repo_folder(cache, repo_id)
+    ref = os.path.join(folder, "refs", "main")
+    if not os.path.lexists(ref):
+        return
+    raw = read_bounded(ref, MAX_REF_BYTES, folder, "Hugging Face cache ref",
+                       " (it holds one commit hash)")
+    try:
+        text = raw.decode("ascii").strip()
+    except UnicodeDecodeError:
+        text = None
+    if text is None or not _COMMIT.match(text):
+        raise InputError(f"Hugging Face cache ref '{ref}' does not hold a commit hash (40 or 64 hexadecimal "
+                         f"digits): refused (a corrupt or tampered cache; delete the folder "
+                         f"'{folder}' and download the model again)")
+    snap = os.path.join(folder, "snapshots", text)
+    if os.path.lexists(snap):
+        from .paths import inside
+        if not inside(snap, folder):
+            raise InputError(f"Hugging Face cache snapshot '{snap}' is a symbolic link out of the model's "
+                             f"cache folder '{folder}': refused")
+
+
 def load_hub(repo_id: str):
     try:
         import huggingface_hub
@@ -78,6 +114,7 @@ def load_hub(repo_id: str):
     off, cache = offline(), cache_dir()
     unreachable = not off and not reachable()
     off = off or unreachable
+    check_ref(cache, repo_id)
     try:
         cfg = huggingface_hub.hf_hub_download(repo_id, "config.json", cache_dir=cache, local_files_only=off)
     except (errors.LocalEntryNotFoundError, errors.OfflineModeIsEnabled):
@@ -96,23 +133,28 @@ def load_hub(repo_id: str):
         raise InputError(f"cannot read config.json of '{repo_id}' from the Hugging Face Hub: "
                          f"{str(e).splitlines()[0][:200] if str(e) else type(e).__name__}") from None
     snapshot = os.path.dirname(cfg)
+    folder = repo_folder(cache, repo_id)
+    from .paths import inside
+    if not inside(snapshot, folder):
+        raise InputError(f"the Hugging Face cache gave '{cfg}' for '{repo_id}', which is outside the model's "
+                         f"cache folder '{folder}': refused (a corrupt or tampered cache)")
     if off:
         spec = load_checkpoint_dir(snapshot, name=repo_id, source=f"hf://{repo_id} (cache {snapshot})",
-                                   hf_id=repo_id)
+                                   hf_id=repo_id, root=folder)
         if spec.checkpoint is None:
             spec.notes = spec.notes + ("offline: no safetensors file of this model is in the cache, so the "
                                        "weights are counted by the formulas from config.json",)
         return spec
-    return _online(repo_id, cfg)
+    return _online(repo_id, cfg, folder)
 
 
-def _online(repo_id, cfg_path):
+def _online(repo_id, cfg_path, folder=None):
     """config.json downloaded; the safetensors headers by HTTP range requests."""
     import huggingface_hub
     from huggingface_hub import errors
     from .checkpoints import Checkpoint, checked_tensor, checkpoint_fields
     from .models import _spec, read_config
-    raw = read_config(cfg_path)
+    raw = read_config(cfg_path, folder)
     try:
         meta = huggingface_hub.get_safetensors_metadata(repo_id)
     except errors.NotASafetensorsRepoError:
@@ -127,6 +169,8 @@ def _online(repo_id, cfg_path):
         for name, info in fm.tensors.items():
             tensors.append(checked_tensor(f"hf://{repo_id}/{fname}", name, info.dtype, list(info.shape),
                                           list(info.data_offsets), None))
+    if not tensors:
+        raise InputError(f"the safetensors files of '{repo_id}' on the Hugging Face Hub hold no tensors")
     ckpt = Checkpoint("safetensors", [f"hf://{repo_id}/{f}" for f in sorted(meta.files_metadata)], tensors)
     config = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
     fields, notes = checkpoint_fields(ckpt, {**raw, **config})

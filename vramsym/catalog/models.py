@@ -12,7 +12,7 @@ import json
 import os
 
 from ..errors import InputError, suggest
-from .paths import formulas_path, read_text
+from .paths import formulas_path, open_member, read_bounded, read_text
 
 
 class ModelSpec:
@@ -68,15 +68,18 @@ def load_model(name_or_path: str, extra=None) -> ModelSpec:
     cat = _model_files(extra)
     key = str(name_or_path).strip()
     if key.lower() in cat:
-        entry = json.loads(read_text(cat[key.lower()]))
+        entry = read_config(cat[key.lower()], what="model catalog entry")
+        if not isinstance(entry.get("config"), dict):
+            raise InputError(f"model catalog entry '{cat[key.lower()]}' has no \"config\" object")
         return _spec(entry["config"], entry.get("name", key), entry.get("source", cat[key.lower()]),
                      entry.get("hf_id"), entry.get("published_params"))
     path = os.path.expanduser(key)
-    if os.path.isdir(path) and os.path.exists(os.path.join(path, "config.json")):
-        return load_checkpoint_dir(path)
-    if os.path.exists(path) and not os.path.isfile(path):
-        raise InputError(f"cannot read model config '{path}': not a regular file")
-    if os.path.isfile(path):
+    if os.path.isdir(path):
+        if os.path.lexists(os.path.join(path, "config.json")):
+            return load_checkpoint_dir(path)
+        raise InputError(f"model folder '{path}' has no config.json (a checkpoint folder needs the model's "
+                         f"config.json beside its weights)")
+    if os.path.lexists(path):
         if _is_gguf(path):
             from .gguf_file import load_gguf
             return load_gguf(path)
@@ -96,36 +99,56 @@ def load_model(name_or_path: str, extra=None) -> ModelSpec:
 
 
 def _is_gguf(path) -> bool:
-    if path.lower().endswith(".gguf"):
-        return True
-    try:
-        with open(path, "rb") as f:
+    """Whether the file at ``path`` is a GGUF file (by name or magic); a path that is not a
+    regular file is refused here, before anything is read."""
+    f, _ = open_member(path, None, "model file")
+    with f:
+        if path.lower().endswith(".gguf"):
+            return True
+        try:
             return f.read(4) == b"GGUF"
-    except OSError:
-        return False
+        except OSError:
+            return False
 
 
-def read_config(path) -> dict:
-    """A config.json as a dict, size-capped and checked."""
-    if os.path.getsize(path) > MAX_CONFIG_BYTES:
-        raise InputError(f"model config '{path}' is larger than {MAX_CONFIG_BYTES:,} bytes: "
-                         f"a config.json is a few kilobytes")
+# fields vramsym writes itself when it reads a checkpoint's headers: never from a config.json
+INTERNAL_PREFIX = "ckpt_"
+
+
+def _refuse_internal(config: dict, where: str, source):
+    for k in config:
+        if isinstance(k, str) and k.startswith(INTERNAL_PREFIX):
+            raise InputError(f"model config field '{k[:80]}'{where} of '{source}' is one vramsym sets itself "
+                             f"when it reads a checkpoint's weight files (every ckpt_* field is): remove it "
+                             f"from the config")
+
+
+def read_config(path, root=None, what="model config") -> dict:
+    """A config.json as a dict: a regular file (inside ``root`` when given) of at most
+    16 MiB, UTF-8 JSON, checked."""
+    data = read_bounded(path, MAX_CONFIG_BYTES, root, what, ": a config.json is a few kilobytes")
     try:
-        raw = json.loads(read_text(path), parse_constant=_no_constant)
-    except (OSError, ValueError, RecursionError) as e:
-        raise InputError(f"cannot read model config '{path}': {e}") from None
+        raw = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
+    except UnicodeDecodeError:
+        raise InputError(f"cannot read {what} '{path}': it is not UTF-8 text") from None
+    except RecursionError:
+        raise InputError(f"cannot read {what} '{path}': its JSON nests too deeply") from None
+    except ValueError as e:
+        raise InputError(f"cannot read {what} '{path}': {str(e)[:200]}") from None
     if not isinstance(raw, dict):
-        raise InputError(f"model config '{path}' is not a JSON object")
+        raise InputError(f"{what} '{path}' is not a JSON object")
     return raw
 
 
-def load_checkpoint_dir(path, name=None, source=None, hf_id=None) -> ModelSpec:
-    """A folder with a config.json, and its safetensors checkpoint when it has one."""
+def load_checkpoint_dir(path, name=None, source=None, hf_id=None, root=None) -> ModelSpec:
+    """A folder with a config.json, and its safetensors checkpoint when it has one. Every file read
+    must lie inside ``root`` (default: the folder itself)."""
     from .checkpoints import checkpoint_fields, read_checkpoint
+    root = path if root is None else root
     cfg_path = os.path.join(path, "config.json")
-    raw = read_config(cfg_path)
+    raw = read_config(cfg_path, root)
     name = name or os.path.basename(os.path.abspath(path))
-    ckpt = read_checkpoint(path)
+    ckpt = read_checkpoint(path, root)
     if ckpt is None:
         return _spec(raw, name, source or cfg_path, hf_id)
     config = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
@@ -137,7 +160,9 @@ def _spec(config: dict, name: str, source: str, hf_id=None, published=None, fiel
           extra_notes=(), checkpoint=None) -> ModelSpec:
     cfg = dict(config)
     notes: list[str] = []
+    _refuse_internal(cfg, "", source)
     if isinstance(cfg.get("text_config"), dict):
+        _refuse_internal(cfg["text_config"], " (in text_config)", source)
         text = dict(cfg["text_config"])
         notes.append("multimodal config: using its text_config (the vision tower is not counted)")
         cfg = {**{k: v for k, v in cfg.items() if k != "text_config"}, **text}
