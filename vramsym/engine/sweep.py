@@ -8,40 +8,60 @@ exactly as ``estimate`` and ``solve`` give it; the printers only draw.
 """
 from __future__ import annotations
 
+import math
+
 from ..errors import DoesNotFit, InputError, SolveError
+from .bind import bound_of
+from .values import NumberError, to_fraction
 
 VARY = ("batch", "seq", "lora_rank", "gpus")
 MAX_POINTS = 4096          # evaluations of one curve at most (bounded work)
 MAX_CELLS = 256 * 256      # cells of one map at most
+#: the largest value a curve reaches when the varied symbol declares no ``max`` of its own: 10^15
+#: (a quadrillion sequences or tokens is far past any GPU, and every point stays an exact float)
+MAX_X = 10**15
 
 
 def _int(text, what: str) -> int:
+    """A flag's whole number, read as every number vramsym reads (vramsym.engine.values: at most
+    40 significant digits and an exponent of at most 40), at least 1."""
     try:
-        v = int(str(text).replace("_", ""))
-    except ValueError:
-        raise InputError(f"{what} must be a whole number, got '{text}'") from None
+        v = to_fraction(str(text))
+    except NumberError as e:
+        shown = repr(str(text)) if len(str(text)) <= 60 else repr(str(text)[:57] + "...")
+        raise InputError(f"{what} {shown}: {e}; it must be a whole number of at least 1") from None
+    if v.denominator != 1:
+        raise InputError(f"{what} must be a whole number, got {text}")
     if v < 1:
         raise InputError(f"{what} must be at least 1, got {v}")
-    return v
+    return v.numerator
 
 
 def points(lo: int, hi: int, n: int, log: bool) -> list:
     """At most ``n`` distinct integers from ``lo`` to ``hi`` (both kept): evenly spaced, or
     geometrically when ``log``."""
+    if lo < 1:
+        raise InputError(f"--from must be at least 1, got {lo}")
     if hi < lo:
-        raise InputError(f"--to ({hi}) must not be below --from ({lo})")
+        raise InputError(f"--to ({hi:,}) must not be below --from ({lo:,})")
+    if hi > MAX_X:
+        raise InputError(f"--to must be at most {MAX_X:,} (10^15, the limit of a plotted value), got {_big(hi)}")
     if n < 2:
         raise InputError(f"--points must be at least 2, got {n}")
     if n > MAX_POINTS:
-        raise InputError(f"--points must be at most {MAX_POINTS:,}, got {n:,}")
+        raise InputError(f"--points must be at most {MAX_POINTS:,}, got {_big(n)}")
     if hi - lo + 1 <= n:
         return list(range(lo, hi + 1))
-    if log:
-        ratio = (hi / lo) ** (1 / (n - 1))
-        out = {min(hi, max(lo, round(lo * ratio ** i))) for i in range(n)}
+    if log:       # in logarithms: no power of a huge ratio, no float overflow
+        step = (math.log(hi) - math.log(lo)) / (n - 1)
+        out = {min(hi, max(lo, round(lo * math.exp(step * i)))) for i in range(1, n - 1)}
     else:
         out = {lo + (hi - lo) * i // (n - 1) for i in range(n)}
     return sorted(out | {lo, hi})
+
+
+def _big(v: int) -> str:
+    return f"{v:,}" if abs(v) < 10**30 else f"about 10^{len(str(abs(v))) - 1}"
 
 
 def _check_vary(r, vary: str, inputs: dict):
@@ -57,7 +77,8 @@ def _check_vary(r, vary: str, inputs: dict):
 
 def curve(r, vary: str, xs: list, inputs: dict, capacities=()) -> dict:
     """Every component at each x, the total, and per capacity the solved limit."""
-    _check_vary(r, vary, inputs)
+    name = _check_vary(r, vary, inputs)
+    _check_declared(r, name, vary, xs, inputs)
     ests = [r.evaluate(dict(inputs, **{vary: x})) for x in xs]
     names = [c.name for c in ests[0].components if not c.host]
     comps = {n: [e.component(n).bytes for e in ests] for n in names}
@@ -68,6 +89,21 @@ def curve(r, vary: str, xs: list, inputs: dict, capacities=()) -> dict:
     for label, cap in capacities:
         data["capacities"].append(dict(label=label, capacity_bytes=cap, **_limit(r, vary, cap, inputs, xs, data)))
     return data
+
+
+def _check_declared(r, name, vary, xs, inputs) -> None:
+    """The plotted values within the bounds the formula files declare for the varied symbol
+    (``gpus``: at most 1,048,576), said for --from / --to before anything is evaluated."""
+    bounds = {k: r.regime.symbols[name].get(k) for k in ("max", "min")}
+    if not any(bounds.values()):
+        return
+    values, _, _ = r._bind(inputs, exclude=(name,))
+    hi, lo = bound_of(r.regime, name, values, "max"), bound_of(r.regime, name, values, "min")
+    shown = lambda b, k: bounds[k]["text"] if bounds[k]["text"] == str(b) else f"{bounds[k]['text']} = {b}"
+    if hi is not None and xs[-1] > hi:
+        raise InputError(f"--to {xs[-1]:,}: {vary} must be at most {shown(hi, 'max')} (declared in the formula files)")
+    if lo is not None and xs[0] < lo:
+        raise InputError(f"--from {xs[0]:,}: {vary} must be at least {shown(lo, 'min')} (declared in the formula files)")
 
 
 def _limit(r, vary, cap, inputs, xs, data) -> dict:

@@ -7,11 +7,20 @@ other export. Each model's numbers are bound here, by the engine (vramsym.engine
 travel as exact strings; the page only substitutes the inputs (batch, sequence, LoRA rank) and
 rounds each sum up to a whole byte as the engine does, so its bytes equal the engine's. All
 data reaches the page as JSON inside a ``<script type="application/json">`` element with ``<``,
-``>`` and ``&`` escaped, and the page writes text with ``textContent`` only.
+``>``, ``&`` and every non-ASCII character escaped (a lone surrogate in a model name, from a
+file name that is not UTF-8, cannot break the page's UTF-8), the template's slots are filled in
+one pass (no name can create or hit a slot), and the page writes text with ``textContent`` only.
+
+The page reads its inputs, typed or from the link, as the command line reads its flags
+(vramsym.engine.values: a decimal or a ratio, at most 40 significant digits, an exponent of at
+most 40, then the symbol's domain and its declared bounds); a value the command line would
+refuse, or a model, regime, precision or GPU the page does not have, is said alone and nothing
+is computed.
 """
 from __future__ import annotations
 
 import json
+import re
 from fractions import Fraction
 
 from ..errors import InputError
@@ -23,7 +32,7 @@ FREE = ("batch", "seq", "lora_rank")
 
 
 def _json_for_script(data) -> str:
-    return (json.dumps(data, separators=(",", ":"), sort_keys=True)
+    return (json.dumps(data, separators=(",", ":"), sort_keys=True, ensure_ascii=True)
             .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
@@ -67,6 +76,7 @@ def build_data(models=None, voc=None) -> tuple[dict, str]:
                                 bounds.setdefault(alias, {})[kind] = len(funcs)
                                 funcs.append(f"(a) => {js_exact(expr)}")
                     groups[key] = {"id": gid, "regime": regime, "args": list(prep.args), "free": free,
+                                   "domains": {a: r.regime.symbols[s]["domain"] for a, s in free.items()},
                                    "options": dict(r.regime.options), "bounds": bounds,
                                    "description": composed.description, "function": len(funcs),
                                    "components": [{"name": e.key, "description": e.description,
@@ -95,12 +105,16 @@ def build_data(models=None, voc=None) -> tuple[dict, str]:
     return data, "const FUNCS = [\n" + ",\n".join(funcs) + "\n];\n"
 
 
+_SLOT = re.compile(r"/\*(DATA|RUNTIME|APP)\*/")
+
+
 def page(models=None, voc=None) -> str:
     from .codegen import JS_EXACT_RUNTIME
     data, funcs = build_data(models, voc)
-    return (_HTML.replace("/*DATA*/", _json_for_script(data))
-            .replace("/*RUNTIME*/", JS_EXACT_RUNTIME + funcs)
-            .replace("/*APP*/", _APP))
+    fill = {"DATA": _json_for_script(data), "RUNTIME": JS_EXACT_RUNTIME + funcs, "APP": _APP}
+    # one pass over the template: what a slot receives (a model's name, a path) is never searched
+    # for another slot, so no data can create one or hit one
+    return _SLOT.sub(lambda m: fill[m.group(1)], _HTML)
 
 
 _HTML = """<!DOCTYPE html>
@@ -130,9 +144,9 @@ vramsym's compiled formulas; sizes in bytes, GiB (2^30 B) and GB (10^9 B). No ne
 <label>regime <select id="regime"></select></label>
 <label>precision <select id="precision"></select></label>
 <label>GPU <select id="gpu"></select></label>
-<label>batch <input id="batch" type="number" min="1" step="1" value="1"></label>
-<label>sequence length <input id="seq" type="number" min="1" step="1" value="4096"></label>
-<label id="lora-label">LoRA rank <input id="lora_rank" type="number" min="1" step="1" value="8"></label>
+<label>batch <input id="batch" type="text" inputmode="numeric" autocomplete="off" value="1"></label>
+<label>sequence length <input id="seq" type="text" inputmode="numeric" autocomplete="off" value="4096"></label>
+<label id="lora-label">LoRA rank <input id="lora_rank" type="text" inputmode="numeric" autocomplete="off" value="8"></label>
 <label>link <a id="link" href="#">this configuration</a></label>
 </form>
 <div id="error" role="alert"></div>
@@ -159,10 +173,18 @@ vramsym's compiled formulas; sizes in bytes, GiB (2^30 B) and GB (10^9 B). No ne
 _APP = r"""
 const DATA = JSON.parse(document.getElementById("vramsym-data").textContent);
 const $ = (id) => document.getElementById(id);
-const GIB = 1073741824, GB = 1e9;
+const GIB = 1073741824n, GB = 1000000000n;
 const COLORS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
 
-function option(sel, value, text) { const o = document.createElement("option"); o.value = value; o.textContent = text; sel.appendChild(o); }
+// text shown to a person: control characters, lone surrogates and bidirectional controls as \xNN / \uNNNN
+const UNSAFE = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+function visible(s) {
+  return String(s).replace(UNSAFE, (c) => { const n = c.charCodeAt(0);
+    return n < 256 ? "\\x" + n.toString(16).padStart(2, "0") : "\\u" + n.toString(16).padStart(4, "0"); });
+}
+function quoted(s) { s = visible(s); return "'" + (s.length > 60 ? s.slice(0, 57) + "..." : s) + "'"; }
+
+function option(sel, value, text) { const o = document.createElement("option"); o.value = value; o.textContent = visible(text); sel.appendChild(o); }
 function fill() {
   DATA.models.forEach((m) => option($("model"), m.name, m.name));
   Object.keys(DATA.regimes).forEach((r) => option($("regime"), r, r));
@@ -174,11 +196,18 @@ function precisions() {
   DATA.regimes[$("regime").value].precisions.forEach((p) => option(sel, p, p.replace(/_/g, "-")));
   if ([...sel.options].some((o) => o.value === keep)) sel.value = keep;
 }
-let queryError = "";
+
+// what the link gives that this page does not have, by input: said alone (nothing is computed)
+// until the user changes that input
+const queryErrors = {};
+const LINK = ["model", "regime", "precision", "gpu", "batch", "seq", "lora_rank"];
 function fromQuery() {
   const q = new URLSearchParams(window.location.search);
+  const unknown = [...new Set(q.keys())].filter((k) => !LINK.includes(k));
+  if (unknown.length) queryErrors.link = "unknown " + (unknown.length > 1 ? "parameters " : "parameter ") +
+    unknown.map(quoted).join(", ") + " in the link (it takes " + LINK.join(", ") + ")";
   const set = (id, v) => { if (v === null) return; const el = $(id);
-    if (el.tagName === "SELECT" && ![...el.options].some((o) => o.value === v)) { queryError = "unknown " + id + " '" + v + "' in the link"; return; }
+    if (el.tagName === "SELECT" && ![...el.options].some((o) => o.value === v)) { queryErrors[id] = "unknown " + id + " " + quoted(v) + " in the link"; return; }
     el.value = v; };
   set("model", q.get("model")); set("regime", q.get("regime")); precisions();
   set("precision", q.get("precision") && q.get("precision").replace(/-/g, "_"));
@@ -188,29 +217,68 @@ function fromQuery() {
   set("lora_rank", q.get("lora_rank") !== null ? q.get("lora_rank") : (cfg && cfg.defaults.lora_rank) || null);
 }
 function showError(text) { $("error").textContent = text; }
-function whole(id) {
-  const t = String($(id).value).trim();
-  if (!/^[0-9]+$/.test(t) || BigInt(t) < 1n) throw new Error(id.replace("_", " ") + " must be a whole number of at least 1, got '" + t + "'");
-  return t;
+
+// a number as the command line reads one (vramsym.engine.values.to_fraction): a decimal or a
+// ratio, exact, at most 40 significant digits, an exponent of at most 40, 90 characters
+const MAX_DIGITS = 40, MAX_EXPONENT = 40n;
+const DECIMAL = /^\s*([+-]?)(\d[\d_]*)?(?:\.(\d*))?(?:[eE]([+-]?\d+))?\s*$/, RATIO = /^\s*([+-]?\d+)\s*\/\s*(\d+)\s*$/;
+function readNumber(text) {
+  if (text.length > 2 * MAX_DIGITS + 10) throw new Error("longer than " + (2 * MAX_DIGITS + 10) + " characters");
+  let m = RATIO.exec(text);
+  if (m) {
+    if (BigInt(m[2]) === 0n) throw new Error("a fraction with a zero denominator");
+    return Q.q(BigInt(m[1]), BigInt(m[2]));
+  }
+  m = DECIMAL.exec(text);
+  if (!m || !(m[2] || m[3])) throw new Error("not a number");
+  const frac = m[3] || "", digits = (m[2] || "").replace(/_/g, "") + frac;
+  if (digits.replace(/^0+/, "").length > MAX_DIGITS) throw new Error("more than " + MAX_DIGITS + " significant digits");
+  const e = m[4] ? BigInt(m[4]) : 0n;
+  if (e > MAX_EXPONENT || e < -MAX_EXPONENT) throw new Error("an exponent beyond \u00b1" + MAX_EXPONENT);
+  let n = BigInt(digits || "0") * (m[1] === "-" ? -1n : 1n), d = 10n ** BigInt(frac.length);
+  if (e >= 0n) n *= 10n ** e; else d *= 10n ** -e;
+  return Q.q(n, d);
 }
-function fmt(b, unit) { return (Number(b) / unit).toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2}); }
+// the symbol's domain, as vramsym.engine.values.domain_problem
+const WANT = {posint: "a whole number of at least 1", nonnegint: "a whole number of at least 0", posreal: "positive",
+              nonnegreal: "at least 0", bool: "0 or 1 (false or true)"};
+function domainProblem(domain, v) {
+  if (["posint", "nonnegint", "bool"].includes(domain) && v[1] !== 1n) return true;
+  if (["posint", "posreal"].includes(domain) && v[0] <= 0n) return true;
+  if (["nonnegint", "nonnegreal"].includes(domain) && v[0] < 0n) return true;
+  return domain === "bool" && v[0] !== 0n && v[0] !== 1n;
+}
+function inputValue(alias, domain) {
+  const t = String($(alias).value), want = alias + " must be " + (WANT[domain] || "a number") + ", got " + quoted(t.trim());
+  let v;
+  try { v = readNumber(t); } catch (e) { throw new Error(want + ": " + e.message); }
+  if (domainProblem(domain || "posint", v)) throw new Error(want);
+  return v;
+}
+const show = (x) => x[1] === 1n ? x[0].toString() : x[0] + "/" + x[1];
+// exact decimals of a whole number of bytes in a unit (no float overflow, however large)
+function fmt(b, unit) {
+  const neg = b < 0n, c = ((neg ? -b : b) * 100n + unit / 2n) / unit;
+  return (neg ? "-" : "") + (c / 100n).toLocaleString("en-US") + "." + String(c % 100n).padStart(2, "0");
+}
+const ratio = (b, of) => Number(b * 1000000n / of) / 1e6;
 function cell(tr, text, cls) { const td = document.createElement("td"); td.textContent = text; if (cls) td.className = cls; tr.appendChild(td); return td; }
 
 function compute() {
   const key = $("model").value + "|" + $("regime").value + "|" + $("precision").value;
   const cfg = DATA.configs[key];
-  if (!cfg) throw new Error("no configuration " + key + " on this page");
+  if (!cfg) throw new Error("no configuration " + quoted(key) + " on this page");
   const g = DATA.groups[cfg.group];
   const a = {};
   for (const [k, v] of Object.entries(cfg.values)) a[k] = Q.parse(v);
   const inputs = {};
   for (const [alias, sym] of Object.entries(g.free)) {
-    inputs[alias] = whole(alias);
-    a[sym] = Q.parse(inputs[alias]);
+    a[sym] = inputValue(alias, (g.domains || {})[alias]);
+    inputs[alias] = show(a[sym]);
   }
   for (const [alias, b] of Object.entries(g.bounds)) {
-    if (b.max !== undefined && Q.gt(a[g.free[alias]], FUNCS[b.max](a))) throw new Error(alias + " is above its bound " + Q.bytes(FUNCS[b.max](a)));
-    if (b.min !== undefined && Q.lt(a[g.free[alias]], FUNCS[b.min](a))) throw new Error(alias + " is below its bound " + Q.bytes(FUNCS[b.min](a)));
+    if (b.max !== undefined && Q.gt(a[g.free[alias]], FUNCS[b.max](a))) throw new Error(alias + " must be at most " + show(FUNCS[b.max](a)) + ", got " + inputs[alias]);
+    if (b.min !== undefined && Q.lt(a[g.free[alias]], FUNCS[b.min](a))) throw new Error(alias + " must be at least " + show(FUNCS[b.min](a)) + ", got " + inputs[alias]);
   }
   const parts = FUNCS[g.function](a);
   let total = [0n, 1n];
@@ -223,7 +291,7 @@ function chart(res, capacity) {
   const svg = $("chart"), NS = "http://www.w3.org/2000/svg";
   svg.textContent = "";
   const top = capacity > res.total ? capacity : res.total;
-  const W = 1000, scale = (b) => Number(b) / Number(top) * (W - 20);
+  const W = 1000, scale = (b) => ratio(b, top) * (W - 20);
   let x = 10;
   res.g.components.forEach((c, i) => {
     const b = res.parts[i];
@@ -245,25 +313,34 @@ function chart(res, capacity) {
   svg.appendChild(line);
   const lab = document.createElementNS(NS, "text");
   lab.setAttribute("x", Math.min(cx, W - 260)); lab.setAttribute("y", 100); lab.setAttribute("font-size", "13");
-  lab.textContent = "capacity " + $("gpu").value + ": " + fmt(capacity, GIB) + " GiB";
+  lab.textContent = "capacity " + visible($("gpu").value) + ": " + fmt(capacity, GIB) + " GiB";
   svg.appendChild(lab);
 }
 
+// an error is said alone: no total, no table, no chart of some other configuration beside it
+function clearResults() {
+  ["total-bytes", "total-gib", "total-gb", "fit", "regime-description"].forEach((id) => { $(id).textContent = ""; });
+  ["breakdown", "derivation", "values"].forEach((id) => { $(id).tBodies[0].textContent = ""; });
+  $("chart").textContent = "";
+  $("summary").style.visibility = "hidden";
+}
+
 function render() {
-  showError(queryError);
-  $("lora-label").style.display = DATA.configs[$("model").value + "|" + $("regime").value + "|" + $("precision").value]
-    && DATA.groups[DATA.configs[$("model").value + "|" + $("regime").value + "|" + $("precision").value].group].free.lora_rank ? "" : "none";
+  const cfgNow = DATA.configs[$("model").value + "|" + $("regime").value + "|" + $("precision").value];
+  $("lora-label").style.display = cfgNow && DATA.groups[cfgNow.group].free.lora_rank ? "" : "none";
   let res;
-  try { res = compute(); } catch (e) {
-    showError((queryError ? queryError + "; " : "") + e.message); $("total-bytes").textContent = ""; return;
-  }
+  const errors = Object.values(queryErrors);
+  try { res = compute(); } catch (e) { errors.push(e.message); }
+  if (errors.length) { clearResults(); showError(errors.join("; ")); return; }
+  showError("");
+  $("summary").style.visibility = "";
   const gpu = DATA.gpus.find((g) => g.name === $("gpu").value);
   const capacity = BigInt(gpu.capacity_bytes);
   $("total-bytes").textContent = res.total.toString();
   $("total-gib").textContent = fmt(res.total, GIB);
   $("total-gb").textContent = fmt(res.total, GB);
   const head = capacity - res.total;
-  $("fit").textContent = (head >= 0n ? "fits " : "does not fit ") + gpu.name + " (" + capacity.toLocaleString("en-US") +
+  $("fit").textContent = (head >= 0n ? "fits " : "does not fit ") + visible(gpu.name) + " (" + capacity.toLocaleString("en-US") +
     " B), headroom " + head.toLocaleString("en-US") + " B";
   $("fit").className = head >= 0n ? "fits" : "over";
   $("regime-description").textContent = res.g.description;
@@ -274,7 +351,7 @@ function render() {
     const tr = document.createElement("tr");
     cell(tr, c.name + (c.host ? " (host memory)" : ""));
     cell(tr, b.toLocaleString("en-US"), "n"); cell(tr, fmt(b, GIB), "n");
-    cell(tr, c.host || res.total === 0n ? "" : (Number(b) / Number(res.total) * 100).toFixed(1) + "%", "n");
+    cell(tr, c.host || res.total === 0n ? "" : (ratio(b, res.total) * 100).toFixed(1) + "%", "n");
     cell(tr, c.description);
     body.appendChild(tr);
     const d = document.createElement("tr");
@@ -289,7 +366,7 @@ function render() {
   Object.keys(shown).sort().forEach((k) => {
     const tr = document.createElement("tr");
     cell(tr, k); cell(tr, shown[k], "n");
-    cell(tr, Object.values(res.g.free).includes(k) ? "input" : (res.cfg.provenance[k] || ""));
+    cell(tr, Object.values(res.g.free).includes(k) ? "input" : visible(res.cfg.provenance[k] || ""));
     vals.appendChild(tr);
   });
   chart(res, capacity);
@@ -300,11 +377,13 @@ function render() {
   try { window.history.replaceState(null, "", "?" + q.toString()); } catch (e) { /* file: URLs may refuse */ }
 }
 
+// a change by the user answers the link's complaint about that input (and about unknown parameters)
+function changed(...ids) { ids.forEach((id) => { delete queryErrors[id]; }); delete queryErrors.link; render(); }
 fill(); precisions();
 $("gpu").value = DATA.gpus.some((g) => g.name === "rtx-4090") ? "rtx-4090" : DATA.gpus[0].name;
 fromQuery();
-$("regime").addEventListener("change", () => { precisions(); render(); });
-["model", "precision", "gpu", "batch", "seq", "lora_rank"].forEach((id) => $(id).addEventListener("input", render));
-["model", "precision", "gpu"].forEach((id) => $(id).addEventListener("change", render));
+$("regime").addEventListener("change", () => { precisions(); changed("regime", "precision"); });
+["model", "precision", "gpu", "batch", "seq", "lora_rank"].forEach((id) => $(id).addEventListener("input", () => changed(id)));
+["model", "precision", "gpu"].forEach((id) => $(id).addEventListener("change", () => changed(id)));
 render();
 """

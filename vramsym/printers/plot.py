@@ -1,15 +1,34 @@
 """Pictures of the engine's data (vramsym.engine.sweep) with matplotlib, the optional extra
 ``vramsym[plot]``: a stacked area of the components against one input with the capacity lines
 and the solved limits, and a (batch, seq) map of the total with the exact fits frontier.
-The figures only draw numbers computed elsewhere."""
+The figures only draw numbers computed elsewhere.
+
+Every text vramsym writes in a figure is plain text, never mathtext (``parse_math=False``): a model name comes
+from a folder or file name, and ``$\\frac{1}{$`` there must be drawn as written, not parsed (nor
+crash the parser). Control characters and lone surrogates (a file name that is not UTF-8) are
+drawn as visible ``\\xNN`` / ``\\uNNNN`` escapes: a font has no glyph for them, and an SVG or
+PDF cannot hold a surrogate."""
 from __future__ import annotations
 
 import os
+import re
+import warnings
 
 from ..errors import InputError
+from ..terminal import shown
 
 FORMATS = ("png", "svg", "pdf")
 UNITS = {"GiB": 2**30, "GB": 10**9}
+
+
+#: text as drawn: every control character and lone surrogate a visible escape (the terminal's rule)
+plain = shown
+
+
+def _legend(ax, **kw) -> None:
+    """The legend, its entries plain text (the axes' tick labels stay mathtext: 2^10 on a log axis)."""
+    for t in ax.legend(**kw).get_texts():
+        t.set_parse_math(False)
 
 
 def _pyplot():
@@ -36,52 +55,55 @@ def check_output(path: str) -> str:
 def _save(fig, path: str) -> None:
     ext = check_output(path)
     try:
-        fig.savefig(path, format=ext, dpi=120, bbox_inches="tight", metadata={} if ext != "png" else None)
+        with warnings.catch_warnings():      # a character the font lacks is drawn as a box: no warning
+            warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from")
+            fig.savefig(path, format=ext, dpi=120, bbox_inches="tight", metadata={} if ext != "png" else None)
     except OSError as e:
         raise InputError(f"cannot write {path}: {e.strerror}") from None
 
 
 def _title(data: dict) -> str:
     ins = ", ".join(f"{k}={v}" for k, v in sorted(data["inputs"].items()))
-    return f"{data['model']} - {data['regime']}" + (f" ({ins})" if ins else "")
+    return plain(f"{data['model']} - {data['regime']}" + (f" ({ins})" if ins else ""))
 
 
 def curve(data: dict, path: str, unit: str = "GiB", log: bool = False) -> None:
     plt = _pyplot()
     scale = UNITS[unit]
-    xs = data["x"]
+    xs = [float(x) for x in data["x"]]       # exact below 2^53 (sweep.MAX_X); numpy takes no bigger int
     fig, ax = plt.subplots(figsize=(9, 5.5))
     names = [n for n, v in data["components"].items() if min(v) >= 0]
     below = [n for n, v in data["components"].items() if min(v) < 0]
     if names:
-        ax.stackplot(xs, *[[b / scale for b in data["components"][n]] for n in names], labels=names, alpha=0.85)
+        ax.stackplot(xs, *[[b / scale for b in data["components"][n]] for n in names],
+                     labels=[plain(n) for n in names], alpha=0.85)
     totals = [t / scale for t in data["total_bytes"]]
     if below:     # terms below zero (not alive together): the band between the stack and the total
         tops = [sum(data["components"][n][i] for n in names) / scale for i in range(len(xs))]
         ax.fill_between(xs, totals, tops, facecolor="white", edgecolor="black", hatch="//", linewidth=0,
-                        alpha=0.9, label=f"{', '.join(below)}: not alive together (subtracted)")
-    ax.plot(xs, totals, color="black", linewidth=2, label="total")
+                        alpha=0.9, label=plain(f"{', '.join(below)}: not alive together (subtracted)"))
+    ax.plot(xs, totals, color="black", linewidth=2, label="total", marker="o" if len(xs) == 1 else None)  # one point: a dot
     colors = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"]
     for i, c in enumerate(data["capacities"]):
         color = colors[i % len(colors)]
         y = c["capacity_bytes"] / scale
         ax.axhline(y, color=color, linestyle="--", linewidth=1.5,
-                   label=f"{c['label']}: {y:,.2f} {unit}")
+                   label=plain(f"{c['label']}: {y:,.2f} {unit}"))
         if c["value"] is not None and xs[0] <= c["value"] <= xs[-1]:
             word = "fewest" if c["kind"] == "fewest" else "max"
-            ax.axvline(c["value"], color=color, linestyle=":", linewidth=1.2)
-            ax.annotate(f"{word} {data['vary']} = {c['value']:,}", (c["value"], y), textcoords="offset points",
-                        xytext=(4, 6), color=color, fontsize=9)
-    ax.set_xlabel(data["vary"].replace("_", " "))
-    ax.set_ylabel(f"memory per GPU ({unit} = {'2^30' if unit == 'GiB' else '10^9'} bytes)")
+            ax.axvline(float(c["value"]), color=color, linestyle=":", linewidth=1.2)
+            ax.annotate(f"{word} {data['vary']} = {c['value']:,}", (float(c["value"]), y), textcoords="offset points",
+                        xytext=(4, 6), color=color, fontsize=9, parse_math=False)
+    ax.set_xlabel(plain(data["vary"].replace("_", " ")), parse_math=False)
+    ax.set_ylabel(f"memory per GPU ({unit} = {'2^30' if unit == 'GiB' else '10^9'} bytes)", parse_math=False)
     if log:
         ax.set_xscale("log", base=2)
-    ax.set_xlim(xs[0], xs[-1])
+    ax.set_xlim(*((xs[0], xs[-1]) if xs[-1] > xs[0] else (xs[0] / 1.5, xs[0] * 1.5)))   # one point: around it
     stack = [sum(v[i] for v in data["components"].values() if min(v) >= 0) for i in range(len(xs))]
     top = max([max(data["total_bytes"]), max(stack)] + [c["capacity_bytes"] for c in data["capacities"]]) / scale
     ax.set_ylim(0, top * 1.08)
-    ax.set_title(_title(data), fontsize=10)
-    ax.legend(loc="upper left", fontsize=8, ncol=2)
+    ax.set_title(_title(data), fontsize=10, parse_math=False)
+    _legend(ax, loc="upper left", fontsize=8, ncol=2)
     ax.grid(alpha=0.3)
     _save(fig, path)
     plt.close(fig)
@@ -106,13 +128,13 @@ def heatmap(data: dict, path: str, unit: str = "GiB", label: str = "") -> None:
         fy += [lo, hi]
     if fx:
         ax.plot(fx, fy, color="red", linewidth=2.5,
-                label=f"largest batch that fits {label or ''} ({data['capacity_bytes'] / scale:,.2f} {unit})")
-        ax.legend(loc="upper right", fontsize=8)
+                label=plain(f"largest batch that fits {label or ''} ({data['capacity_bytes'] / scale:,.2f} {unit})"))
+        _legend(ax, loc="upper right", fontsize=8)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
-    ax.set_xlabel("batch")
-    ax.set_ylabel("sequence length")
-    ax.set_title(_title(data), fontsize=10)
+    ax.set_xlabel("batch", parse_math=False)
+    ax.set_ylabel("sequence length", parse_math=False)
+    ax.set_title(_title(data), fontsize=10, parse_math=False)
     _save(fig, path)
     plt.close(fig)
 
