@@ -71,7 +71,7 @@ def test_estimate_human_table(capsys):
     (["estimate", "--model", "llama-3.1-8b", "--batch", "0", "--seq", "1"], ExitStatus.BAD_INPUT, "must be positive"),
     (["estimate", "--model", "llama-3.1-8b", "--batch", "1.5", "--seq", "1"], ExitStatus.BAD_INPUT, "whole number"),
     (["estimate", "--model", "llama-3.1-8b", "--seq", "1"], ExitStatus.BAD_INPUT, "missing value for batch"),
-    (["estimate", "--model", "llama-3.1-8b", "--regime", "infernce", "--batch", "1", "--seq", "1"], ExitStatus.BAD_INPUT, "did you mean inference"),
+    (["estimate", "--model", "llama-3.1-8b", "--regime", "infernce", "--batch", "1", "--seq", "1"], ExitStatus.USAGE, "did you mean inference"),
 ])
 def test_bad_input_exit_codes(capsys, argv, status, needle):
     code, out, err = run(capsys, *argv)

@@ -9,9 +9,10 @@ files' spelling. A usage mistake raises :class:`UsageError` (exit 2), with a sug
 """
 from __future__ import annotations
 
+import re
 import sys
 
-from .errors import InputError, VramError, suggest
+from .errors import VramError, suggest
 
 
 class UsageError(VramError):
@@ -53,15 +54,27 @@ def show(choice: str) -> str:
     return choice.replace("_", "-")
 
 
+#: what reads as a number, not a flag, after a flag that takes a value (``--batch -3`` is refused later
+#: as a value, with the sentence that names the bound)
+_NUMBER = re.compile(r"^-(\d|\.\d)")
+
+
+def _is_flag(arg: str, by_name: dict) -> bool:
+    """Whether ``arg`` is a flag, never a value: ``--batch --seq 128`` is ``--batch`` without its value."""
+    if arg == "--" or arg.partition("=")[0] in by_name:
+        return True
+    return arg.startswith("-") and len(arg) > 1 and _NUMBER.match(arg) is None
+
+
 def _value(flag: Flag, raw: str, command: str) -> str:
     if flag.choices is None:
         return raw
     v = raw.replace("-", "_").replace("+", "_")      # optimizer+params, optimizer-params
     if v not in flag.choices:
         hint = suggest(v, flag.choices)
-        raise InputError(f"{flag.name} has no choice '{raw}'" +
+        raise UsageError(f"{flag.name} has no choice '{raw}'" +
                          (f"; did you mean {', '.join(show(h) for h in hint)}?" if hint else "") +
-                         f" Choices: {', '.join(show(c) for c in flag.choices)}")
+                         f" Choices: {', '.join(show(c) for c in flag.choices)}", command)
     return v
 
 
@@ -87,8 +100,15 @@ def parse(argv, commands: dict, version: str):
     i = 1
     while i < len(args):
         a = args[i]
+        if a == "--":                   # the end of the flags: the rest are positional
+            pos.extend(args[i + 1:])
+            break
         if a in ("-h", "--help"):
             return "help", help_text(commands, command)
+        if _NUMBER.match(a) is None and a.startswith("-") and a != "-" and not a.startswith("--") \
+                and a.partition("=")[0] not in by_name:
+            raise UsageError(f"unknown flag {a.partition('=')[0]} for `vramsym {command}`; "
+                             f"`vramsym {command} --help` lists the flags", command)
         if (a.startswith("--") and len(a) > 2) or a.partition("=")[0] in by_name:
             name, eq, inline = a.partition("=")
             f = by_name.get(name)
@@ -106,7 +126,7 @@ def parse(argv, commands: dict, version: str):
             else:
                 if eq:
                     raw = inline
-                elif i + 1 < len(args):
+                elif i + 1 < len(args) and not _is_flag(args[i + 1], by_name):
                     i += 1
                     raw = args[i]
                 else:
@@ -189,6 +209,8 @@ def prescan(argv, name: str, kind: str = "append"):
     i = 0
     while i < len(argv):
         a = argv[i]
+        if a == "--":                   # the end of the flags
+            break
         if a == name:
             if kind == "bool":
                 out.append(True)
