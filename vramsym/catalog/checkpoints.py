@@ -21,7 +21,7 @@ import os
 import struct
 
 from ..errors import InputError
-from .paths import open_member, read_bounded
+from .paths import formulas_path, open_member, read_bounded, read_text
 
 MAX_HEADER_BYTES = 100 * 2**20     # a real header is a few MB at most (a 405B model: ~ 2 MB)
 MAX_INDEX_BYTES = 64 * 2**20
@@ -263,69 +263,92 @@ def _int_or_none(v):
     return v if _is_int(v) and v > 0 else None
 
 
+def _quant_table() -> dict:
+    """quant_method -> how to read it (formulas/quantization.json, documented in formulas/README.md)."""
+    return json.loads(read_text(os.path.join(formulas_path(), "quantization.json")))["methods"]
+
+
+def _scope(qc: dict, path):
+    """The object at ``path`` in quantization_config ('*': the first value of an object that has
+    the rest of the path), or None."""
+    if not path:
+        return qc if isinstance(qc, dict) else None
+    if not isinstance(qc, dict):
+        return None
+    key, rest = path[0], path[1:]
+    if key != "*":
+        return _scope(qc.get(key), rest)
+    for v in qc.values():
+        found = _scope(v, rest)
+        if found is not None:
+            return found
+    return None
+
+
+def _first_present(scope: dict, keys):
+    for k in keys:
+        if k in scope:
+            return scope[k]
+    return None
+
+
+def _holds(clause: dict, scope: dict, values: dict) -> bool:
+    if "any_true" in clause and not any(scope.get(k) for k in clause["any_true"]):
+        return False
+    return all(values.get(k) == v for k, v in clause.get("equals", {}).items())
+
+
 def quantization(config: dict, tensors) -> tuple:
     """(quant choice or None, group size or None, notes) for a checkpoint's ``quantization_config``,
-    confirmed against its tensors' names and dtypes."""
+    by the table in formulas/quantization.json, confirmed against its tensors' names and dtypes."""
     qc = config.get("quantization_config")
     if qc is None:
         return None, None, []
     if not isinstance(qc, dict):
         return None, None, ["quantization_config is not an object: ignored (weights from the headers)"]
     method = str(qc.get("quant_method", "")).lower()
-    bits = qc.get("bits", qc.get("w_bit"))
-    choice, group, expect, notes = None, None, None, []
-    if method == "gptq" or method == "awq":
-        if bits == 4:
-            choice = method
-            group = _int_or_none(qc.get("group_size", qc.get("q_group_size")))
-            if group is None:
-                notes.append(f"{method} group_size {qc.get('group_size', qc.get('q_group_size'))!r} (per-column "
-                             f"or unset): the formula's count assumes the default group size g_q")
-            expect = (lambda n, d: n.endswith(".qweight") and d == "I32", "int32 .qweight tensors")
-        else:
-            return None, None, [f"{method} with {bits!r} bits has no formula in formulas/dtypes.vram: "
-                                f"weights from the headers only"]
-    elif method == "bitsandbytes":
-        if qc.get("load_in_4bit") or qc.get("_load_in_4bit"):
-            choice = "nf4_dq" if qc.get("bnb_4bit_use_double_quant") else "nf4"
-            expect = (lambda n, d: n.endswith(".absmax") or "quant_state" in n, "4-bit quant_state / absmax tensors")
-        elif qc.get("load_in_8bit") or qc.get("_load_in_8bit"):
-            choice = "int8"
-            expect = (lambda n, d: n.endswith(".SCB"), "int8 weights with .SCB scales")
-        else:
-            return None, None, ["bitsandbytes quantization_config loads neither 4- nor 8-bit: ignored"]
-    elif method == "compressed-tensors":
-        groups = qc.get("config_groups")
-        w = None
-        if isinstance(groups, dict):
-            for g in groups.values():
-                if isinstance(g, dict) and isinstance(g.get("weights"), dict):
-                    w = g["weights"]
-                    break
-        if w is None:
-            return None, None, ["compressed-tensors quantization_config without config_groups weights: "
-                                "weights from the headers only"]
-        nb, kind = w.get("num_bits"), str(w.get("type", "")).lower()
-        if nb == 8 and kind == "float":
-            choice, expect = "fp8", (lambda n, d: d == "F8_E4M3", "F8_E4M3 tensors")
-        elif nb == 8 and kind == "int":
-            choice, expect = "int8", (lambda n, d: d == "I8", "I8 tensors")
-        elif nb == 4 and kind == "int":
-            choice = "gptq"
-            group = _int_or_none(w.get("group_size"))
-            expect = (lambda n, d: n.endswith(".weight_packed"), "int32 .weight_packed tensors")
-        else:
-            return None, None, [f"compressed-tensors weights of {nb!r} bits ({kind or 'unknown type'}) have no "
-                                f"formula in formulas/dtypes.vram: weights from the headers only"]
-    elif method in ("fp8", "fbgemm_fp8"):
-        choice, expect = "fp8", (lambda n, d: d == "F8_E4M3", "F8_E4M3 tensors")
-    elif method == "mxfp4":
-        choice, expect = "mxfp4", (lambda n, d: n.endswith("_blocks"), "U8 *_blocks tensors")
-    else:
+    spec = _quant_table().get(method)
+    if not isinstance(spec, dict):
         shown = method or repr(qc.get("quant_method"))
         return None, None, [f"quantization method '{shown[:40]}' has no formula in formulas/dtypes.vram: "
                             f"weights from the headers only"]
-    return choice, group, notes + _confirm(choice, tensors, *expect)
+    scope = _scope(qc, spec.get("scope", []))
+    if scope is None:
+        return None, None, [spec["no_scope"]]
+    values, shown = {}, {"method": method}
+    for var, r in spec.get("read", {}).items():
+        v = _first_present(scope, r["keys"])
+        if r.get("text"):
+            v = str(v if any(k in scope for k in r["keys"]) else "").lower()
+            shown[var] = v or r.get("shown_if_empty", "")
+        else:
+            shown[var] = v
+        values[var] = v
+    for case in spec["cases"]:
+        if all(_holds(c, scope, values) for c in case.get("when", [])):
+            break
+    else:
+        return None, None, [spec["otherwise"].format(**shown)]
+    choice, group, notes = case["quant"], None, []
+    gs = case.get("group_size")
+    if gs is not None:
+        raw = _first_present(scope, gs["keys"])
+        group = _int_or_none(raw)
+        if group is None and "note_if_unset" in gs:
+            notes.append(gs["note_if_unset"].format_map({**shown, "group_size": raw}))
+    return choice, group, notes + _confirm(choice, tensors, _tensor_test(case["confirm"]), case["confirm"]["what"])
+
+
+def _tensor_test(c: dict):
+    """A test (name, dtype) -> bool from a case's ``confirm``: the name ends with one of ``suffix`` or
+    contains one of ``contains`` (when either is given), and the dtype is one of ``dtype`` (when given)."""
+    suffix, contains, dtypes = tuple(c.get("suffix", ())), tuple(c.get("contains", ())), c.get("dtype")
+
+    def test(name, dtype):
+        if (suffix or contains) and not (name.endswith(suffix) or any(x in name for x in contains)):
+            return False
+        return dtypes is None or dtype in dtypes
+    return test
 
 
 def _confirm(choice, tensors, test, what) -> list:

@@ -13,15 +13,26 @@ from ..lang.diagnostics import InputError, suggest
 from .paths import formulas_dir
 
 
+def _table() -> Dict:
+    return json.loads((formulas_dir() / "number_formats.json").read_text())
+
+
 def formats() -> Dict[str, Dict]:
-    return json.loads((formulas_dir() / "number_formats.json").read_text())["formats"]
+    return _table()["formats"]
+
+
+def aliases(table: Dict = None) -> Dict[str, str]:
+    """Other names of formats -> the format (``aliases`` in number_formats.json; keys as normalised:
+    lower case, '_' for '-')."""
+    table = _table() if table is None else table
+    return {k: v for k, v in table.get("aliases", {}).items() if not k.startswith("_")}
 
 
 def explain(name: str, lib=None) -> Dict:
-    fm = formats()
+    table = _table()
+    fm = table["formats"]
     key = name.lower().replace("-", "_")
-    key = {"e4m3": "fp8_e4m3", "e5m2": "fp8_e5m2", "fp8": "fp8_e4m3", "float32": "fp32", "float16": "fp16",
-           "bfloat16": "bf16", "mxfp4": "fp4_e2m1", "nf4-dq": "nf4_dq"}.get(key, key)
+    key = aliases(table).get(key, key)
     if key not in fm:
         hint = suggest(key, fm)
         raise InputError(f"unknown number format '{name}'" + (f"; did you mean {', '.join(hint)}?" if hint else

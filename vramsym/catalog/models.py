@@ -2,8 +2,9 @@
 
 A model is its config dict, flattened (multimodal ``text_config`` lifted),
 merged with the structural facts of its ``model_type`` from
-``formulas/architectures.json``, plus a few counts that need a loop over the
-layers (which layers are MoE, which use a sliding window). Formula symbols
+``formulas/architectures.json``, plus counts over the layers (which layers are MoE,
+which use a sliding window) by the named rules that file selects per model_type,
+each in closed form (a config's layer count is untrusted). Formula symbols
 read these fields by name (``from hidden_size | n_embd``).
 """
 from __future__ import annotations
@@ -171,15 +172,17 @@ def _spec(config: dict, name: str, source: str, hf_id=None, published=None, fiel
     if mt is not None and not isinstance(mt, str):
         raise InputError(f"model config field 'model_type' is a {type(mt).__name__}, not a name such as \"llama\"")
     facts = dict(arch["default"])
-    if mt in arch:
-        facts.update(arch[mt])
+    entry = _entry(arch, mt)
+    if entry is not None and not entry.get("rules_only"):
+        facts.update(entry)
     else:
         notes.append(f"model_type {mt!r} is not in formulas/architectures.json: assumed a Llama-style "
                      "decoder (gated MLP, RMSNorm, no hard-coded biases)")
-    facts.pop("source", None)
+    for k in ("source", *RULE_KEYS):
+        facts.pop(k, None)
     for k, v in facts.items():
         cfg.setdefault(k, v)
-    cfg.update(_derived(cfg))
+    cfg.update(_derived(cfg, arch))
     cfg.update(fields or {})
     notes += list(extra_notes)
     return ModelSpec(name=name, config=cfg, source=source, hf_id=hf_id, published_params=published,
@@ -207,57 +210,124 @@ def _count(lo: int, hi: int, step: int, offset: int = 0) -> int:
     return 0 if first >= hi else (hi - 1 - first) // step + 1
 
 
-def _derived(cfg: dict) -> dict:
-    """Per-layer counts (documented in formulas/README.md), in closed form."""
+# keys of an architectures.json entry that name layer rules (not merged into the config)
+RULE_KEYS = ("moe_rule", "moe_rule_first", "sliding_rule", "sliding_rule_first", "rules_only")
+
+
+def _entry(arch: dict, mt):
+    """The architectures.json entry of a model_type, or None (keys starting with '_' are not entries)."""
+    if not isinstance(mt, str) or mt.startswith("_"):
+        return None
+    e = arch.get(mt)
+    return e if isinstance(e, dict) else None
+
+
+def _rules(arch: dict, mt, kind: str) -> list:
+    """The rules that count ``kind`` ('moe' or 'sliding') layers of a model_type, in the order they
+    are tried: the default entry's ``<kind>_rule_first``, then the model_type's ``<kind>_rule`` (or
+    the default's)."""
+    default = arch["default"]
+    entry = _entry(arch, mt) or {}
+    own = entry.get(f"{kind}_rule", default.get(f"{kind}_rule", {"rule": "none"}))
+    first = default.get(f"{kind}_rule_first", [])
+    return [*(first if isinstance(first, list) else [first]), *(own if isinstance(own, list) else [own])]
+
+
+def _applies(rule: dict, cfg: dict) -> bool:
+    """Whether a rule's condition holds: ``if_present`` (one of the keys is in the config, even
+    null), ``if_list`` (the field is a list), ``unless_set`` (the field is missing, null, 0, false
+    or empty)."""
+    if "if_present" in rule and not any(k in cfg for k in rule["if_present"]):
+        return False
+    if "if_list" in rule and not isinstance(cfg.get(rule["if_list"]), list):
+        return False
+    if "unless_set" in rule and cfg.get(rule["unless_set"]):
+        return False
+    return True
+
+
+# ---- the named layer rules: (config, L, the rule's parameters) -> a count of layers, in closed form ----
+
+def _rule_all(cfg, L, r):
+    return L
+
+
+def _rule_none(cfg, L, r):
+    return 0
+
+
+def _rule_alternate(cfg, L, r):
+    """Layers 0, 2, 4, ... (even-indexed)."""
+    return _count(0, L, 2)
+
+
+def _rule_every_nth_global(cfg, L, r):
+    """Every period-th layer (1-based) is global, the others slide."""
+    d = r["default_period"]
+    period = _int(cfg.get(r["period_from"]), d) or d
+    return L - L // period
+
+
+def _rule_after_max_window_layers(cfg, L, r):
+    """Layers i >= the field's value (missing or malformed: L, none)."""
+    return max(0, L - _int(cfg.get(r["from"]), L))
+
+
+def _rule_layer_types(cfg, L, r):
+    """The entries of the config's per-layer list equal to ``match``."""
+    return sum(1 for t in cfg.get(r["from"]) if t == r["match"])
+
+
+def _rule_first_k_dense(cfg, L, r):
+    """Layers i >= k with i % freq == 0 (k, freq from the config; missing: 0 and 1)."""
+    k = _int(cfg.get(r["k_from"]), 0)
+    return _count(max(0, k), L, _int(cfg.get(r["freq_from"]), 1) or 1)
+
+
+def _rule_sparse_step(cfg, L, r):
+    """Layers with (i + 1) % step == 0, less those the config's list names."""
+    step = _int(cfg.get(r["step_from"]), 1) or 1
+    only = cfg.get(r["except_from"]) or []
+    only = {i for i in only if isinstance(i, int) and not isinstance(i, bool)} if isinstance(only, list) else set()
+    return _count(0, L, step, 1) - sum(1 for i in only if 0 <= i < L and (i + 1) % step == 0)
+
+
+LAYER_RULES = {
+    "all": _rule_all, "none": _rule_none, "alternate": _rule_alternate,
+    "every_nth_global": _rule_every_nth_global, "after_max_window_layers": _rule_after_max_window_layers,
+    "layer_types": _rule_layer_types, "first_k_dense": _rule_first_k_dense, "sparse_step": _rule_sparse_step,
+}
+
+
+def _layers_by_rule(cfg: dict, L: int, rules: list) -> int:
+    for r in rules:
+        if _applies(r, cfg):
+            fn = LAYER_RULES.get(r.get("rule"))
+            if fn is None:
+                raise InputError(f"formulas/architectures.json names the layer rule {r.get('rule')!r}, which "
+                                 f"vramsym does not have (known: {', '.join(LAYER_RULES)})")
+            return fn(cfg, L, r)
+    return 0
+
+
+def _derived(cfg: dict, arch: dict | None = None) -> dict:
+    """Per-layer counts (documented in formulas/README.md), in closed form, by the rules that
+    formulas/architectures.json names for the config's model_type."""
     out: dict = {}
     L = _first(cfg, "num_hidden_layers", "n_layer")
     if not isinstance(L, int) or isinstance(L, bool) or L <= 0:
         return out    # binding reports the missing or malformed layer count
+    arch = _architectures() if arch is None else arch
+    mt = cfg.get("model_type")
     experts = _int(_first(cfg, "num_local_experts", "num_experts", "n_routed_experts", default=0))
-    moe_layers = 0
-    if experts:
-        mt = cfg.get("model_type")
-        if mt == "deepseek_v3" or "first_k_dense_replace" in cfg:
-            k = _int(cfg.get("first_k_dense_replace"), 0)
-            moe_layers = _count(max(0, k), L, _int(cfg.get("moe_layer_freq"), 1) or 1)
-        elif "decoder_sparse_step" in cfg or "mlp_only_layers" in cfg:
-            step = _int(cfg.get("decoder_sparse_step"), 1) or 1
-            only = cfg.get("mlp_only_layers") or []
-            only = {i for i in only if isinstance(i, int) and not isinstance(i, bool)} if isinstance(only, list) else set()
-            moe_layers = _count(0, L, step, 1) - sum(1 for i in only if 0 <= i < L and (i + 1) % step == 0)
-        else:
-            moe_layers = L
+    moe_layers = _layers_by_rule(cfg, L, _rules(arch, mt, "moe")) if experts else 0
     out["arch_n_experts"] = experts
     out["arch_moe_layers"] = moe_layers
     out["arch_ffn"] = "moe" if moe_layers else "dense"
     out["arch_dense_layers"] = L - moe_layers
-    out["arch_sliding_layers"] = _sliding_layers(cfg, L)
+    out["arch_sliding_layers"] = _layers_by_rule(cfg, L, _rules(arch, mt, "sliding"))
     out["arch_kv_window"] = "sliding" if out["arch_sliding_layers"] else "full"
     return out
-
-
-def _sliding_layers(cfg: dict, L: int) -> int:
-    window = cfg.get("sliding_window")
-    types = cfg.get("layer_types")
-    if isinstance(types, list):
-        # a layer_types longer than the layers is reported by the bound L_swa <= L
-        return sum(1 for t in types if t == "sliding_attention")
-    if not window:
-        return 0
-    mt = cfg.get("model_type")
-    if mt == "gemma2":          # modeling_gemma2: even-indexed layers slide
-        return (L + 1) // 2
-    if mt in ("gemma3_text", "gemma3"):  # every sliding_window_pattern-th layer is global
-        pattern = _int(cfg.get("sliding_window_pattern"), 6) or 6
-        return L - L // pattern
-    if mt in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):
-        if not cfg.get("use_sliding_window"):
-            return 0
-        start = _int(cfg.get("max_window_layers"), L)
-        return max(0, L - start)
-    if mt == "mistral" or mt == "mixtral":
-        return L
-    return 0
 
 
 def config_value(cfg: dict, keys: tuple[str, ...]):

@@ -1,0 +1,233 @@
+"""Domain rules as data: the layer rules that formulas/architectures.json selects per model_type,
+the quantization_config table of formulas/quantization.json and the number-format aliases of
+formulas/number_formats.json, checked against counts and choices worked out by hand from the
+cited sources."""
+import json
+import os
+import time
+
+import pytest
+
+from vramsym.catalog import checkpoints as C
+from vramsym.catalog import dtypes
+from vramsym.catalog import models as M
+from vramsym.catalog.checkpoints import Tensor
+
+FORMULAS = os.path.join(os.path.dirname(__file__), "..", "formulas")
+
+
+def load(name):
+    with open(os.path.join(FORMULAS, name), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def counts(cfg):
+    d = M._derived(dict(cfg))
+    return d["arch_moe_layers"], d["arch_sliding_layers"]
+
+
+# ---- layer rules ----
+
+# (config, expected (MoE layers, sliding layers), how the expectation follows from the source)
+CASES = [
+    # modeling_gemma2 / configuration_gemma2.py: layer i slides when (i + 1) % 2 -> layers 0, 2, ..., 40 of 42
+    ({"model_type": "gemma2", "num_hidden_layers": 42, "sliding_window": 4096}, (0, 21), "gemma2 alternate, even L"),
+    ({"model_type": "gemma2", "num_hidden_layers": 5, "sliding_window": 4096}, (0, 3), "gemma2: layers 0, 2, 4"),
+    ({"model_type": "gemma2", "num_hidden_layers": 42}, (0, 0), "no sliding_window: nothing slides"),
+    # configuration_gemma3.py: layer i is global when (i + 1) % pattern == 0: 62 layers, pattern 6 -> 10 global
+    ({"model_type": "gemma3_text", "num_hidden_layers": 62, "sliding_window": 1024, "sliding_window_pattern": 6},
+     (0, 52), "gemma3 every 6th global"),
+    ({"model_type": "gemma3_text", "num_hidden_layers": 34, "sliding_window": 1024}, (0, 29),
+     "gemma3 default pattern 6: 5 global of 34"),
+    ({"model_type": "gemma3", "num_hidden_layers": 12, "sliding_window": 512, "sliding_window_pattern": 4}, (0, 9),
+     "gemma3 (multimodal type): pattern 4 -> layers 3, 7, 11 global"),
+    ({"model_type": "gemma3_text", "num_hidden_layers": 12, "sliding_window": 512, "sliding_window_pattern": 0},
+     (0, 10), "pattern 0 is malformed: the default 6"),
+    # configuration_qwen2.py: sliding when use_sliding_window and i >= max_window_layers
+    ({"model_type": "qwen2", "num_hidden_layers": 28, "sliding_window": 4096, "use_sliding_window": True,
+      "max_window_layers": 21}, (0, 7), "qwen2 layers 21..27 slide"),
+    ({"model_type": "qwen2", "num_hidden_layers": 28, "sliding_window": 4096, "use_sliding_window": False,
+      "max_window_layers": 21}, (0, 0), "qwen2 without use_sliding_window"),
+    ({"model_type": "qwen2", "num_hidden_layers": 28, "sliding_window": 4096, "use_sliding_window": True}, (0, 0),
+     "qwen2 without max_window_layers: read as L"),
+    ({"model_type": "qwen2", "num_hidden_layers": 28, "sliding_window": 4096, "use_sliding_window": True,
+      "max_window_layers": 40}, (0, 0), "max_window_layers above L"),
+    ({"model_type": "qwen3", "num_hidden_layers": 36, "sliding_window": 4096, "use_sliding_window": True,
+      "max_window_layers": 0}, (0, 36), "qwen3: every layer from 0"),
+    # modeling_mistral / modeling_mixtral: every layer takes config.sliding_window
+    ({"model_type": "mistral", "num_hidden_layers": 32, "sliding_window": 4096}, (0, 32), "mistral all"),
+    ({"model_type": "mistral", "num_hidden_layers": 32, "sliding_window": None}, (0, 0), "mistral v0.3: null window"),
+    ({"model_type": "mixtral", "num_hidden_layers": 32, "sliding_window": 4096, "num_local_experts": 8}, (32, 32),
+     "mixtral: every layer MoE and sliding"),
+    ({"model_type": "llama", "num_hidden_layers": 32, "sliding_window": 4096}, (0, 0), "llama has no sliding rule"),
+    # layer_types (transformers >= 4.53) wins over every pattern
+    ({"model_type": "gemma2", "num_hidden_layers": 4, "sliding_window": 64,
+      "layer_types": ["full_attention", "sliding_attention", "sliding_attention", "sliding_attention"]}, (0, 3),
+     "layer_types counts its sliding_attention entries"),
+    ({"model_type": "llama", "num_hidden_layers": 3, "layer_types": ["sliding_attention"] * 3}, (0, 3),
+     "layer_types without sliding_window still counts"),
+    # modeling_deepseek_v3.py: MoE when i >= first_k_dense_replace (and i % moe_layer_freq == 0)
+    ({"model_type": "deepseek_v3", "num_hidden_layers": 61, "n_routed_experts": 256, "first_k_dense_replace": 3,
+      "moe_layer_freq": 1}, (58, 0), "deepseek-v3: 3 dense, 58 MoE"),
+    ({"model_type": "deepseek_v3", "num_hidden_layers": 10, "n_routed_experts": 8, "first_k_dense_replace": 1,
+      "moe_layer_freq": 2}, (4, 0), "layers 2, 4, 6, 8"),
+    ({"model_type": "deepseek_v3", "num_hidden_layers": 10, "n_routed_experts": 8}, (10, 0),
+     "no first_k_dense_replace: every layer"),
+    ({"model_type": "deepseek_v3", "num_hidden_layers": 10, "n_routed_experts": 0, "first_k_dense_replace": 1}, (0, 0),
+     "no routed experts: no MoE layer"),
+    ({"model_type": "kimi_k2", "num_hidden_layers": 10, "n_routed_experts": 8, "first_k_dense_replace": 4}, (6, 0),
+     "an unknown type with first_k_dense_replace counts as DeepSeek"),
+    # modeling_qwen2_moe.py / modeling_qwen3_moe.py: MoE when i not in mlp_only_layers and (i + 1) % step == 0
+    ({"model_type": "qwen3_moe", "num_hidden_layers": 48, "num_experts": 128, "decoder_sparse_step": 1,
+      "mlp_only_layers": []}, (48, 0), "qwen3-30b-a3b"),
+    ({"model_type": "qwen3_moe", "num_hidden_layers": 48, "num_experts": 128, "decoder_sparse_step": 1,
+      "mlp_only_layers": [0, 5, 47, 48, -1]}, (45, 0), "three listed layers are dense (48 and -1 are not layers)"),
+    ({"model_type": "qwen2_moe", "num_hidden_layers": 24, "num_experts": 60, "decoder_sparse_step": 2,
+      "mlp_only_layers": [0, 1, 3]}, (10, 0), "step 2: layers 1, 3, ..., 23 (12), less 1 and 3"),
+    ({"model_type": "qwen2_moe", "num_hidden_layers": 24, "num_experts": 60}, (24, 0), "no step: every layer"),
+    ({"model_type": "mixtral", "num_hidden_layers": 8, "num_local_experts": 8, "decoder_sparse_step": 4}, (2, 0),
+     "an unlisted MoE type with decoder_sparse_step counts as Qwen: layers 3, 7"),
+    # closed form: a claimed 10^15 layers costs nothing
+    ({"model_type": "gemma2", "num_hidden_layers": 10**15, "sliding_window": 4096}, (0, 5 * 10**14), "huge L"),
+    ({"model_type": "deepseek_v3", "num_hidden_layers": 10**15, "n_routed_experts": 8, "first_k_dense_replace": 1,
+      "moe_layer_freq": 3}, ((10**15 - 1) // 3, 0), "huge L, layers 3, 6, 9, ..."),
+]
+
+
+@pytest.mark.parametrize("cfg,expected,why", CASES, ids=[c[2] for c in CASES])
+def test_layer_rules_hand_counts(cfg, expected, why):
+    assert counts(cfg) == expected, why
+
+
+def test_catalog_models_counts():
+    """The published configs, counted by hand from the rules above."""
+    expected = {"deepseek-v3": (58, 0), "gemma-2-27b": (0, 23), "gemma-2-9b": (0, 21), "gemma-3-27b": (0, 52),
+                "gemma-3-4b": (0, 29), "mistral-7b-v0.1": (0, 32), "mistral-7b-v0.3": (0, 0),
+                "mixtral-8x7b": (32, 0), "qwen3-30b-a3b": (48, 0), "qwen2.5-7b": (0, 0)}
+    for name in M.catalog():
+        c = M.load_model(name).config
+        got = (c["arch_moe_layers"], c["arch_sliding_layers"])
+        assert got == expected.get(name, (0, 0)), name
+        assert not any(k in c for k in M.RULE_KEYS), name      # rules are not config fields
+
+
+def test_huge_layer_counts_are_closed_form():
+    t = time.perf_counter()
+    for cfg in ({"model_type": "qwen3_moe", "num_hidden_layers": 10**15, "num_experts": 8, "decoder_sparse_step": 7,
+                 "mlp_only_layers": [6, 13]},
+                {"model_type": "gemma3_text", "num_hidden_layers": 10**15, "sliding_window": 8},
+                {"model_type": "qwen2", "num_hidden_layers": 10**15, "sliding_window": 8, "use_sliding_window": True,
+                 "max_window_layers": 10}):
+        counts(cfg)
+    assert time.perf_counter() - t < 1
+
+
+def test_every_rule_in_the_data_is_known_and_cited():
+    arch = load("architectures.json")
+    seen = set()
+    for mt, entry in arch.items():
+        if mt.startswith("_"):
+            continue
+        for key in M.RULE_KEYS[:-1]:
+            rules = entry.get(key)
+            if rules is None:
+                continue
+            for r in rules if isinstance(rules, list) else [rules]:
+                assert r["rule"] in M.LAYER_RULES, (mt, r)
+                assert r.get("source"), (mt, key, r)
+                seen.add(r["rule"])
+                # the parameters each rule reads are present
+                need = {"every_nth_global": ("period_from", "default_period"), "after_max_window_layers": ("from",),
+                        "layer_types": ("from", "match"), "first_k_dense": ("k_from", "freq_from"),
+                        "sparse_step": ("step_from", "except_from")}.get(r["rule"], ())
+                assert all(k in r for k in need), (mt, r)
+    assert seen == set(M.LAYER_RULES)
+
+
+def test_an_underscore_model_type_is_unknown_not_a_crash():
+    spec = M._spec({"model_type": "_comment", "num_hidden_layers": 2, "hidden_size": 8}, "x", "test")
+    assert any("not in formulas/architectures.json" in n for n in spec.notes)
+
+
+def test_rules_only_entry_gives_no_facts():
+    spec = M._spec({"model_type": "gemma3", "num_hidden_layers": 12, "sliding_window": 512}, "x", "test")
+    assert spec.config["arch_sliding_layers"] == 10
+    assert spec.config["arch_norms_per_layer"] == 2          # the default's, as for any unknown type
+    assert any("'gemma3' is not in formulas/architectures.json" in n for n in spec.notes)
+
+
+# ---- quantization_config ----
+
+def quant(qc, *tensors):
+    return C.quantization({"quantization_config": qc}, [Tensor(n, d, [1], 1, "f") for n, d in tensors])
+
+
+def test_quant_choices_are_choices_of_the_quant_option():
+    from vramsym import load_library
+    choices = set(load_library().options["quant"].choices)
+    table = load("quantization.json")["methods"]
+    for method, spec in table.items():
+        assert spec.get("source"), method
+        for case in spec["cases"]:
+            assert case["quant"] in choices, (method, case["quant"])
+            assert case.get("source") and case["confirm"].get("what"), (method, case)
+
+
+@pytest.mark.parametrize("qc,tensors,expected", [
+    # GPTQConfig / AutoGPTQ: 4-bit qweight int32
+    ({"quant_method": "gptq", "bits": 4, "group_size": 128}, [("l.qweight", "I32")], ("gptq", 128)),
+    ({"quant_method": "awq", "w_bit": 4, "q_group_size": 64}, [("l.qweight", "I32")], ("awq", 64)),
+    ({"quant_method": "bitsandbytes", "_load_in_4bit": True, "bnb_4bit_use_double_quant": True},
+     [("l.weight.absmax", "F32")], ("nf4_dq", None)),
+    ({"quant_method": "bitsandbytes", "load_in_4bit": True}, [("l.weight.quant_state.bitsandbytes__nf4", "U8")],
+     ("nf4", None)),
+    ({"quant_method": "bitsandbytes", "load_in_8bit": True}, [("l.SCB", "F32")], ("int8", None)),
+    ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float"}}}},
+     [("l.weight", "F8_E4M3")], ("fp8", None)),
+    ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 8, "type": "int"}}}},
+     [("l.weight", "I8")], ("int8", None)),
+    ({"quant_method": "compressed-tensors",
+      "config_groups": {"a": {"targets": ["Linear"]}, "g": {"weights": {"num_bits": 4, "type": "int", "group_size": 32}}}},
+     [("l.weight_packed", "I32")], ("gptq", 32)),
+    ({"quant_method": "FBGEMM_FP8"}, [("l.weight", "F8_E4M3")], ("fp8", None)),
+    ({"quant_method": "mxfp4"}, [("l.gate_up_proj_blocks", "U8")], ("mxfp4", None)),
+])
+def test_quantization_table_choices(qc, tensors, expected):
+    choice, group, notes = quant(qc, *tensors)
+    assert (choice, group) == expected
+    assert notes[-1].startswith(f"quantization_config selects quant={choice}; the headers confirm it")
+
+
+def test_quantization_notes():
+    assert quant({"quant_method": "gptq", "bits": 8})[2] == [
+        "gptq with 8 bits has no formula in formulas/dtypes.vram: weights from the headers only"]
+    assert quant({"quant_method": "bitsandbytes"})[2] == [
+        "bitsandbytes quantization_config loads neither 4- nor 8-bit: ignored"]
+    assert quant({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 2}}}})[2] == [
+        "compressed-tensors weights of 2 bits (unknown type) have no formula in formulas/dtypes.vram: "
+        "weights from the headers only"]
+    assert quant({"quant_method": "compressed-tensors", "config_groups": {"g": 1}})[2] == [
+        "compressed-tensors quantization_config without config_groups weights: weights from the headers only"]
+    assert quant({"quant_method": "hqq"})[2] == [
+        "quantization method 'hqq' has no formula in formulas/dtypes.vram: weights from the headers only"]
+    choice, group, notes = quant({"quant_method": "gptq", "bits": 4, "group_size": -1}, ("l.qweight", "F16"))
+    assert (choice, group) == ("gptq", None)
+    assert notes[0] == ("gptq group_size -1 (per-column or unset): the formula's count assumes the default "
+                        "group size g_q")
+    assert notes[1].startswith("WARNING: quantization_config selects quant=gptq, but the headers have no "
+                               "int32 .qweight tensors")
+
+
+# ---- number-format aliases ----
+
+def test_number_format_aliases():
+    table = load("number_formats.json")
+    for alias, target in dtypes.aliases().items():
+        assert target in table["formats"], alias
+        assert alias == alias.lower().replace("-", "_"), alias      # keys are stored normalised
+    for name, key in [("fp8-e4m3", "fp8_e4m3"), ("E4M3", "fp8_e4m3"), ("e5m2", "fp8_e5m2"), ("fp8", "fp8_e4m3"),
+                      ("bfloat16", "bf16"), ("float16", "fp16"), ("float32", "fp32"), ("MXFP4", "fp4_e2m1"),
+                      ("nf4-dq", "nf4_dq"), ("bf16", "bf16")]:
+        assert dtypes.explain(name)["name"] == key, name
+    with pytest.raises(Exception, match="unknown number format '_comment'"):
+        dtypes.explain("_comment")
