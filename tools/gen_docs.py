@@ -1,4 +1,5 @@
-"""Regenerate docs/regimes.md: every regime's derivation, rendered by the engine's printers.
+"""Regenerate docs/regimes.md: every regime's derivation, rendered by the engine's printers
+(and docs/pipeline.md's module table, by tools/gen_pipeline.py).
 
     python tools/gen_docs.py
 
@@ -39,6 +40,9 @@ def main():
     out = ROOT / "docs" / "regimes.md"
     out.write_text("\n".join(parts) + "\n")
     print(f"wrote {out} ({len(lib.regimes)} regimes)")
+    sys.path.insert(0, str(ROOT / "tools"))
+    import gen_pipeline
+    gen_pipeline.main([])
 
 
 if __name__ == "__main__":

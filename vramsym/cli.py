@@ -81,6 +81,10 @@ COMMANDS = [
     ("formulas", "every term with its unit and source", ("formulas", "json"), ["vramsym formulas"]),
     ("check", "validate formula files (with the bundled ones)", ("files", "json"),
      ["vramsym check my.vram"]),
+    ("completion", "a shell completion script (bash, zsh or fish) generated from this command table: commands, "
+                   "flags, choices, regimes, catalog models and GPUs",
+     ("shell", "json"),
+     ["vramsym completion bash", "vramsym completion zsh", "vramsym completion fish"]),
 ]
 
 
@@ -125,6 +129,10 @@ STATIC_GROUPS = {
              Flag("--model", "append", metavar="MODEL", help="models on the page (repeatable; default the whole catalog)")],
     "dtype_name": [Flag("name", "positional", required=True, metavar="FORMAT", help="bf16, fp8-e4m3, nf4, ...")],
     "files": [Flag("files", "positional+", metavar="FILE", help="formula files to check")],
+    "shell": [Flag("shell", "positional", required=True, choices=["bash", "zsh", "fish"], metavar="SHELL",
+                   help="bash: source it, or save it as ~/.local/share/bash-completion/completions/vramsym; "
+                        "zsh: save it as _vramsym in a folder of $fpath; "
+                        "fish: save it as ~/.config/fish/completions/vramsym.fish")],
 }
 
 
@@ -527,7 +535,17 @@ def cmd_html(args, voc):
     return ExitStatus.OK
 
 
-HANDLERS = {"advise": cmd_advise, "plot": cmd_plot, "html": cmd_html, "estimate": cmd_estimate, "solve": cmd_solve, "fit": cmd_fit, "derive": cmd_derive,
+def cmd_completion(args, voc):
+    from vramsym.completion import script
+    text = script(args.shell, commands(voc.iface), voc.iface)
+    if args.json:
+        _print_json({"shell": args.shell, "script": text})
+    else:
+        print(text, end="")
+    return ExitStatus.OK
+
+
+HANDLERS = {"completion": cmd_completion, "advise": cmd_advise, "plot": cmd_plot, "html": cmd_html, "estimate": cmd_estimate, "solve": cmd_solve, "fit": cmd_fit, "derive": cmd_derive,
             "export": cmd_export, "measure": cmd_measure, "dtype": cmd_dtype, "models": cmd_models,
             "gpus": cmd_gpus, "formulas": cmd_formulas, "check": cmd_check}
 

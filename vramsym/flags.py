@@ -72,7 +72,7 @@ def _value(flag: Flag, raw: str, command: str) -> str:
     v = raw.replace("-", "_").replace("+", "_")      # optimizer+params, optimizer-params
     if v not in flag.choices:
         hint = suggest(v, flag.choices)
-        raise UsageError(f"{flag.name} has no choice '{raw}'" +
+        raise UsageError(f"{flag.shown_metavar() if flag.positional else flag.name} has no choice '{raw}'" +
                          (f"; did you mean {', '.join(show(h) for h in hint)}?" if hint else "") +
                          f" Choices: {', '.join(show(c) for c in flag.choices)}", command)
     return v
@@ -148,7 +148,7 @@ def parse(argv, commands: dict, version: str):
                 raise UsageError(f"missing {f.shown_metavar()}", command)
             values[f.dest], pos = pos, []
         elif pos:
-            values[f.dest] = pos.pop(0)
+            values[f.dest] = _value(f, pos.pop(0), command) if f.choices else pos.pop(0)
         elif f.required:
             raise UsageError(f"missing {f.shown_metavar()}", command)
     if pos:
