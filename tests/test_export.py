@@ -224,6 +224,43 @@ def test_bound_aliases_and_errors():
 
 
 # ---------------------------------------------------------------------------
+# the JSON tree and the exact JavaScript are sympy printers: dispatch by class, refusal by name
+
+def test_tree_and_exact_js_are_sympy_printers():
+    from sympy.printing.printer import Printer
+    from vramsym.printers.codegen import ExactJSPrinter, TreePrinter, js_exact, tree
+    assert issubclass(TreePrinter, Printer) and issubclass(ExactJSPrinter, Printer)
+    x, y = sympy.symbols("x y")
+    d = sympy.Dummy("d")
+    # subclasses dispatch through the MRO: Half -> Rational, One -> Integer, Dummy -> Symbol
+    assert tree(sympy.S.Half) == {"op": "rational", "p": 1, "q": 2}
+    assert tree(sympy.S.One) == {"op": "integer", "value": 1}
+    assert tree(d) == {"op": "symbol", "name": d.name}
+    assert tree(sympy.Piecewise((x, x < y), (y, True))) == {"op": "piecewise", "args": [
+        {"op": "case", "args": [{"op": "symbol", "name": "x"},
+                                {"op": "<", "args": [{"op": "symbol", "name": "x"}, {"op": "symbol", "name": "y"}]}]},
+        {"op": "case", "args": [{"op": "symbol", "name": "y"}, {"op": "true"}]}]}
+    assert tree(sympy.ceiling(x / 2)) == {"op": "ceil", "args": [{"op": "mul", "args": [
+        {"op": "rational", "p": 1, "q": 2}, {"op": "symbol", "name": "x"}]}]}
+    assert js_exact(sympy.S.Half) == "[1n, 2n]" and js_exact(x, "b") == 'b["x"]'
+    assert js_exact(sympy.Max(x, 3)) == 'Q.mx([3n, 1n], a["x"])'
+    assert js_exact(sympy.Piecewise((x, sympy.And(x > 1, sympy.Ne(y, 2))), (y, True))) == \
+        '((Q.gt(a["x"], [1n, 1n]) && Q.ne(a["y"], [2n, 1n])) ? a["x"] : a["y"])'
+    # a node without a method is refused, by name
+    for e, name in ((sympy.exp(x), "exp"), (sympy.pi * x, "Pi"), (sympy.Function("f")(x), "f")):
+        with pytest.raises(vramsym.InputError) as info:
+            tree(e)
+        assert name in str(info.value) and "JSON" in str(info.value)
+        with pytest.raises(vramsym.InputError) as info:
+            js_exact(e)
+        assert name in str(info.value) and "exact JavaScript" in str(info.value)
+    with pytest.raises(vramsym.InputError, match="inexact number"):
+        tree(sympy.Float(1.5) * x)
+    with pytest.raises(vramsym.InputError, match="whole powers"):
+        js_exact(sympy.sqrt(x))
+
+
+# ---------------------------------------------------------------------------
 # json: exact, through a tiny evaluator
 
 def eval_tree(node, env):

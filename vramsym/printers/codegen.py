@@ -12,7 +12,7 @@ python      ``PythonCodePrinter`` subclass   exact: arguments become ``Fraction`
 numpy       ``NumPyPrinter``                 float64, vectorized over arrays
 javascript  ``JavascriptCodePrinter``        Number (double)
 c           ``C99CodePrinter``               double
-json        the tree itself                  exact (integers and ``p``/``q`` rationals)
+json        ``TreePrinter`` (dicts)          exact (integers and ``p``/``q`` rationals)
 latex       ``VramLatexPrinter``             the library's LaTeX names
 =========== ================================ =========================================
 
@@ -32,6 +32,7 @@ from sympy.printing.c import C99CodePrinter
 from sympy.printing.jscode import JavascriptCodePrinter
 from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.precedence import precedence
+from sympy.printing.printer import Printer
 from sympy.printing.pycode import PythonCodePrinter
 
 from ..lang.diagnostics import InputError, suggest
@@ -442,8 +443,63 @@ def _c(p: Prepared, lib) -> str:
 
 # ---- json ----
 
-_REL = {sympy.StrictLessThan: "<", sympy.LessThan: "<=", sympy.StrictGreaterThan: ">",
-        sympy.GreaterThan: ">=", sympy.Eq: "==", sympy.Ne: "!="}
+def _node(op: str, *fields):
+    """A :class:`TreePrinter` method: ``{"op": op, "args": [...]}``, the args being the node's
+    ``args`` or its named ``fields`` (``lhs``, ``rhs``), each printed in turn."""
+    def method(self, expr):
+        return {"op": op, "args": [self._print(a) for a in
+                                   ([getattr(expr, f) for f in fields] if fields else expr.args)]}
+    method.__doc__ = f"op {op!r}"
+    return method
+
+
+class TreePrinter(Printer):
+    """An expression as a JSON tree (:func:`tree`): a sympy ``Printer`` whose ``_print_<Class>``
+    methods return dicts, chosen by sympy's dispatch on the node's class (most derived first);
+    a node without one is refused by name."""
+
+    def doprint(self, expr) -> dict:
+        return self._print(expr)
+
+    def emptyPrinter(self, expr):
+        raise InputError(f"cannot export {type(expr).__name__} ({expr}) to JSON")
+
+    def _print_BooleanTrue(self, expr):
+        return {"op": "true"}
+
+    def _print_BooleanFalse(self, expr):
+        return {"op": "false"}
+
+    def _print_Symbol(self, expr):
+        return {"op": "symbol", "name": expr.name}
+
+    def _print_Integer(self, expr):
+        return {"op": "integer", "value": int(expr)}
+
+    def _print_Rational(self, expr):
+        return {"op": "rational", "p": int(expr.p), "q": int(expr.q)}
+
+    def _print_Number(self, expr):      # every other number (Float, oo, nan): not exact
+        raise InputError(f"cannot export the inexact number {expr} to JSON")
+
+    _print_Add = _node("add")
+    _print_Mul = _node("mul")
+    _print_Pow = _node("pow", "base", "exp")
+    _print_Min = _node("min")
+    _print_Max = _node("max")
+    _print_ceiling = _node("ceil")
+    _print_floor = _node("floor")
+    _print_StrictLessThan = _node("<", "lhs", "rhs")
+    _print_LessThan = _node("<=", "lhs", "rhs")
+    _print_StrictGreaterThan = _node(">", "lhs", "rhs")
+    _print_GreaterThan = _node(">=", "lhs", "rhs")
+    _print_Equality = _node("==", "lhs", "rhs")
+    _print_Unequality = _node("!=", "lhs", "rhs")
+
+    def _print_Piecewise(self, expr):
+        # pairs [expr, cond] in order; the first true condition wins
+        return {"op": "piecewise", "args": [{"op": "case", "args": [self._print(x), self._print(c)]}
+                                            for x, c in expr.args]}
 
 
 def tree(e) -> dict:
@@ -451,39 +507,8 @@ def tree(e) -> dict:
     ``{"op": "integer", "value"}``, ``{"op": "rational", "p", "q"}``, ``{"op": "true"}``.
 
     Ops: add, mul, pow, min, max, ceil, floor, piecewise (args: pairs [expr, cond], in order,
-    the first true condition wins), and comparisons < <= > >= == !=."""
-    if e is sympy.true or e == sympy.true:
-        return {"op": "true"}
-    if e is sympy.false:
-        return {"op": "false"}
-    if isinstance(e, sympy.Symbol):
-        return {"op": "symbol", "name": e.name}
-    if isinstance(e, sympy.Integer):
-        return {"op": "integer", "value": int(e)}
-    if isinstance(e, sympy.Rational):
-        return {"op": "rational", "p": int(e.p), "q": int(e.q)}
-    if isinstance(e, sympy.Add):
-        return {"op": "add", "args": [tree(a) for a in e.args]}
-    if isinstance(e, sympy.Mul):
-        return {"op": "mul", "args": [tree(a) for a in e.args]}
-    if isinstance(e, sympy.Pow):
-        return {"op": "pow", "args": [tree(e.base), tree(e.exp)]}
-    if isinstance(e, sympy.Min):
-        return {"op": "min", "args": [tree(a) for a in e.args]}
-    if isinstance(e, sympy.Max):
-        return {"op": "max", "args": [tree(a) for a in e.args]}
-    if isinstance(e, sympy.ceiling):
-        return {"op": "ceil", "args": [tree(e.args[0])]}
-    if isinstance(e, sympy.floor):
-        return {"op": "floor", "args": [tree(e.args[0])]}
-    if isinstance(e, sympy.Piecewise):
-        return {"op": "piecewise", "args": [{"op": "case", "args": [tree(x), tree(c)]} for x, c in e.args]}
-    for cls, op in _REL.items():
-        if isinstance(e, cls):
-            return {"op": op, "args": [tree(e.lhs), tree(e.rhs)]}
-    if isinstance(e, sympy.Number):
-        raise InputError(f"cannot export the inexact number {e} to JSON")
-    raise InputError(f"cannot export {type(e).__name__} ({e}) to JSON")
+    the first true condition wins), and comparisons < <= > >= == !=. Printed by :class:`TreePrinter`."""
+    return TreePrinter().doprint(e)
 
 
 def _json(p: Prepared, lib) -> str:
@@ -551,75 +576,110 @@ def export(composed, lib, target: str, binding_values: Optional[Mapping[str, obj
 # ---------------------------------------------------------------------------
 # exact JavaScript: BigInt rationals, for the calculator page (vramsym.printers.calculator)
 
-#: the runtime the exact expressions call: values are [numerator, denominator] BigInt pairs
-JS_EXACT_RUNTIME = r"""
-const Q = (() => {
-  const abs = (x) => (x < 0n ? -x : x);
-  const gcd = (a, b) => { a = abs(a); b = abs(b); while (b) { [a, b] = [b, a % b]; } return a; };
-  const q = (n, d) => {
-    if (d === 0n) throw new Error("division by zero");
-    if (d < 0n) { n = -n; d = -d; }
-    const g = gcd(n, d) || 1n;
-    return [n / g, d / g];
-  };
-  const cmp = (a, b) => { const l = a[0] * b[1], r = b[0] * a[1]; return l < r ? -1 : (l > r ? 1 : 0); };
-  const mu = (a, b) => q(a[0] * b[0], a[1] * b[1]);
-  return {
-    q, cmp,
-    ad: (...xs) => xs.reduce((a, b) => q(a[0] * b[1] + b[0] * a[1], a[1] * b[1])),
-    mu: (...xs) => xs.reduce(mu),
-    pw: (x, k) => { let r = [1n, 1n]; const b = k < 0 ? q(x[1], x[0]) : x; for (let i = 0; i < Math.abs(k); i++) r = mu(r, b); return r; },
-    mx: (...xs) => xs.reduce((a, b) => (cmp(a, b) >= 0 ? a : b)),
-    mn: (...xs) => xs.reduce((a, b) => (cmp(a, b) <= 0 ? a : b)),
-    fl: (x) => { let f = x[0] / x[1]; if (x[0] < 0n && f * x[1] !== x[0]) f -= 1n; return [f, 1n]; },
-    ce: (x) => { let f = x[0] / x[1]; if (x[0] > 0n && f * x[1] !== x[0]) f += 1n; return [f, 1n]; },
-    gt: (a, b) => cmp(a, b) > 0, ge: (a, b) => cmp(a, b) >= 0, lt: (a, b) => cmp(a, b) < 0,
-    le: (a, b) => cmp(a, b) <= 0, eq: (a, b) => cmp(a, b) === 0, ne: (a, b) => cmp(a, b) !== 0,
-    parse: (t) => { const [n, d] = String(t).split("/"); return q(BigInt(n), BigInt(d || "1")); },
-    bytes: (x) => { let f = x[0] / x[1]; if (x[0] > 0n && f * x[1] !== x[0]) f += 1n; return f; },
-    num: (x) => Number(x[0]) / Number(x[1]),
-  };
-})();
-"""
+#: the runtime the exact expressions call (values are [numerator, denominator] BigInt pairs):
+#: the JavaScript file ``page/exact.js`` beside this module
+JS_EXACT_RUNTIME_FILE = "exact.js"
 
-_JS_CALL = {"Add": "Q.ad", "Mul": "Q.mu", "Max": "Q.mx", "Min": "Q.mn", "ceiling": "Q.ce", "floor": "Q.fl"}
-_JS_REL = {"StrictGreaterThan": "Q.gt", "GreaterThan": "Q.ge", "StrictLessThan": "Q.lt", "LessThan": "Q.le",
-           "Equality": "Q.eq", "Unequality": "Q.ne"}
+
+def js_exact_runtime() -> str:
+    """The text of the exact runtime (``const Q``), read from ``page/exact.js`` on first use."""
+    from .calculator import page_file
+    return page_file(JS_EXACT_RUNTIME_FILE)
+
+
+def __getattr__(name):
+    if name == "JS_EXACT_RUNTIME":       # read on first use, not at import
+        return js_exact_runtime()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _js_call(name: str):
+    """An :class:`ExactJSPrinter` method: the runtime's function ``known_functions[name]`` of the
+    node's printed args."""
+    def method(self, expr):
+        return f"{self.known_functions[name]}({', '.join(self._print(a) for a in expr.args)})"
+    method.__doc__ = f"{name} -> known_functions[{name!r}]"
+    return method
+
+
+def _js_relation(name: str):
+    """An :class:`ExactJSPrinter` method: the runtime's comparison ``known_relations[name]``."""
+    def method(self, expr):
+        return f"{self.known_relations[name]}({self._print(expr.lhs)}, {self._print(expr.rhs)})"
+    method.__doc__ = f"{name} -> known_relations[{name!r}]"
+    return method
+
+
+class ExactJSPrinter(Printer):
+    """Exact JavaScript over the runtime ``Q`` of ``page/exact.js``: a sympy ``Printer`` whose
+    ``_print_<Class>`` methods are chosen by sympy's dispatch on the node's class; every number
+    prints as a BigInt pair ``[pn, qn]``, every symbol as ``a["name"]`` (setting ``arg``), and a
+    node without a method is refused by name."""
+
+    _default_settings = {"arg": "a"}
+
+    #: sympy functions and n-ary operations -> the runtime's function of their arguments
+    known_functions = {"Add": "Q.ad", "Mul": "Q.mu", "Max": "Q.mx", "Min": "Q.mn",
+                       "ceiling": "Q.ce", "floor": "Q.fl"}
+    #: relations -> the runtime's comparison
+    known_relations = {"StrictGreaterThan": "Q.gt", "GreaterThan": "Q.ge", "StrictLessThan": "Q.lt",
+                       "LessThan": "Q.le", "Equality": "Q.eq", "Unequality": "Q.ne"}
+
+    def emptyPrinter(self, expr):
+        raise InputError(f"exact JavaScript has no form for {type(expr).__name__} ({expr})")
+
+    def _print_BooleanTrue(self, expr):
+        return "true"
+
+    def _print_BooleanFalse(self, expr):
+        return "false"
+
+    def _print_Rational(self, expr):     # and Integer, a subclass
+        return f"[{int(expr.p)}n, {int(expr.q)}n]"
+
+    def _print_Symbol(self, expr):
+        # the name as a JSON string: it cannot end the expression
+        return f"{self._settings['arg']}[{json.dumps(expr.name)}]"
+
+    _print_Add = _js_call("Add")
+    _print_Mul = _js_call("Mul")
+    _print_Max = _js_call("Max")
+    _print_Min = _js_call("Min")
+    _print_ceiling = _js_call("ceiling")
+    _print_floor = _js_call("floor")
+    _print_StrictGreaterThan = _js_relation("StrictGreaterThan")
+    _print_GreaterThan = _js_relation("GreaterThan")
+    _print_StrictLessThan = _js_relation("StrictLessThan")
+    _print_LessThan = _js_relation("LessThan")
+    _print_Equality = _js_relation("Equality")
+    _print_Unequality = _js_relation("Unequality")
+
+    def _print_Pow(self, expr):
+        base, ex = expr.args
+        if not ex.is_Integer:
+            raise InputError(f"exact JavaScript takes whole powers only, not {expr}")
+        return f"Q.pw({self._print(base)}, {int(ex)})"
+
+    def _print_Piecewise(self, expr):
+        out = "(() => { throw new Error('no branch of a piecewise term holds'); })()"
+        for branch in reversed(expr.args):
+            cond = branch.cond
+            out = (self._print(branch.expr) if cond is sympy.true
+                   else f"({self._print(cond)} ? {self._print(branch.expr)} : {out})")
+        return out
+
+    def _print_And(self, expr):
+        return "(" + " && ".join(self._print(a) for a in expr.args) + ")"
+
+    def _print_Or(self, expr):
+        return "(" + " || ".join(self._print(a) for a in expr.args) + ")"
+
+    def _print_Not(self, expr):
+        return f"!({self._print(expr.args[0])})"
 
 
 def js_exact(expr, arg: str = "a") -> str:
-    """``expr`` as exact JavaScript over the runtime :data:`JS_EXACT_RUNTIME`: every number a BigInt
-    rational, every symbol ``arg["name"]`` (a name is a JSON string: it cannot end the expression)."""
-    def p(e) -> str:
-        kind = type(e).__name__
-        if e is sympy.true:
-            return "true"
-        if e is sympy.false:
-            return "false"
-        if e.is_Rational:
-            return f"[{int(e.p)}n, {int(e.q)}n]"
-        if e.is_Symbol:
-            return f"{arg}[{json.dumps(e.name)}]"
-        if kind in _JS_CALL:
-            return f"{_JS_CALL[kind]}({', '.join(p(a) for a in e.args)})"
-        if kind in _JS_REL:
-            return f"{_JS_REL[kind]}({p(e.lhs)}, {p(e.rhs)})"
-        if kind == "Pow":
-            base, ex = e.args
-            if not ex.is_Integer:
-                raise InputError(f"exact JavaScript takes whole powers only, not {e}")
-            return f"Q.pw({p(base)}, {int(ex)})"
-        if kind == "Piecewise":
-            out = "(() => { throw new Error('no branch of a piecewise term holds'); })()"
-            for branch in reversed(e.args):
-                cond = branch.cond
-                out = p(branch.expr) if cond is sympy.true else f"({p(cond)} ? {p(branch.expr)} : {out})"
-            return out
-        if kind == "And":
-            return "(" + " && ".join(p(a) for a in e.args) + ")"
-        if kind == "Or":
-            return "(" + " || ".join(p(a) for a in e.args) + ")"
-        if kind == "Not":
-            return f"!({p(e.args[0])})"
-        raise InputError(f"exact JavaScript has no form for {kind} ({e})")
-    return p(expr)
+    """``expr`` as exact JavaScript over the runtime :func:`js_exact_runtime`: every number a BigInt
+    rational, every symbol ``arg["name"]`` (a name is a JSON string: it cannot end the expression).
+    Printed by :class:`ExactJSPrinter`."""
+    return ExactJSPrinter({"arg": arg}).doprint(expr)
