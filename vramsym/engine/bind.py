@@ -9,6 +9,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..errors import InputError, suggest
+from .compiled import CHECKPOINT_FIELD
 from .values import NumberError, domain_problem, to_fraction
 
 
@@ -83,6 +84,8 @@ def bind(compiled, config, inputs, exclude=(), base=None, source="") -> tuple:
                 args = [value_of(d, stack + (name,)) for d in m["default"]]
                 v = Fraction(compiled.defaults[name](*args))
                 v, origin = (v.numerator if v.denominator == 1 else v), "default"
+            elif m["keys"] and all(k.startswith(CHECKPOINT_FIELD) for k in m["keys"]):
+                raise InputError(_needs_checkpoint(compiled, name, m, config, source))
             elif m["keys"]:
                 where = (f"the model config ({source}) has none of the fields {', '.join(m['keys'])}"
                          if config is not None else "no model was given")
@@ -116,7 +119,7 @@ def bind(compiled, config, inputs, exclude=(), base=None, source="") -> tuple:
 
 
 def bound_of(compiled, name, values, kind="max"):
-    """The value of ``name``'s declared ``max`` (or ``min``) at ``values``, or None."""
+    """The value of ``name``'s declared ``max`` (or ``min``, ``multiple``) at ``values``, or None."""
     f = compiled.bounds.get((name, kind))
     if f is None:
         return None
@@ -126,9 +129,39 @@ def bound_of(compiled, name, values, kind="max"):
     return Fraction(f(*[values[d] for d in deps]))
 
 
+def _needs_checkpoint(compiled, name, m, config, source) -> str:
+    """A symbol read only from a checkpoint's headers (``from ckpt_*``), for a model given without
+    one: name the regime and the options that ask for it, and what to give instead."""
+    opts = "".join(f" with --{o.replace('_', '-')} {c.replace('_', '-')}" for o, c in compiled.checkpoint_options)
+    model = f"the model ({source})" if config is not None and source else "the model" if config is not None \
+        else "no model"
+    return (f"missing value for {_shown(name, m)} ({m['description']}): regime {compiled.regime}{opts} needs a "
+            f"checkpoint, and {model} {'was given' if config is None else 'has none'}: give --model a folder "
+            f"with *.safetensors files (or ORG/NAME of one) or a .gguf file")
+
+
+def _given(name, m, v, origin) -> str:
+    """What the user gave (``--ep 3``, ``--set n_kv=3``), or where a value came from."""
+    if origin == "input":
+        return f"--{m['alias'].replace('_', '-')} {v}" if m["alias"] else f"--set {name}={v}"
+    if origin == "default":
+        return f"{v}, the default of {_flag(name, m)}"
+    return f"{v} from {origin}"
+
+
+def _flag(name, m) -> str:
+    return f"--{m['alias'].replace('_', '-')}" if m["alias"] else name
+
+
+def _with(bound) -> str:
+    """The options a bound read, as the flags that chose them: `` with --offload optimizer-params``."""
+    opts = [f"--{o.replace('_', '-')} {c.replace('_', '-')}" for o, c in bound.get("options") or ()]
+    return " with " + " and ".join(opts) if opts else ""
+
+
 def check_bounds(compiled, values, prov, changed=None) -> None:
-    """Every bound the formula files declare between symbols (``max``, ``min``, ``divides``);
-    with ``changed``, only those that read a symbol in it (the others held already)."""
+    """Every bound the formula files declare between symbols (``max``, ``min``, ``multiple``,
+    ``divides``); with ``changed``, only those that read a symbol in it (the others held already)."""
     for n, kind, reads, t in compiled.checks:
         if n not in values or (changed is not None and reads.isdisjoint(changed)):
             continue
@@ -136,16 +169,33 @@ def check_bounds(compiled, values, prov, changed=None) -> None:
         if kind == "divides":
             if t in values and v and Fraction(values[t]) % Fraction(v) != 0:
                 tm = compiled.symbols[t]
-                raise InputError(f"{_shown(n, m)} ({m['description']}) = {v} must divide {_shown(t, tm)} "
-                                 f"({tm['description']}) = {values[t]}")
+                raise _refused(f"{_shown(n, m)} ({m['description']}) must divide {_shown(t, tm)} "
+                               f"({tm['description']}) = {values[t]}, got {_given(n, m, v, prov.get(n, ''))}",
+                               n, kind, reads, values[t])
             continue
         b = bound_of(compiled, n, values, kind)
-        if b is not None and (v > b if kind == "max" else v < b):
-            shown_b = b.numerator if b.denominator == 1 else b
-            origin = "the input" if prov.get(n) == "input" else prov.get(n, "")
+        if b is None:
+            continue
+        if kind == "multiple":
+            if not b or Fraction(v) % b == 0:
+                continue
+            word = "a whole multiple of"
+        elif v > b if kind == "max" else v < b:
             word = "at most" if kind == "max" else "at least"
-            bound = m[kind]["text"] if m[kind]["text"] == str(shown_b) else f"{m[kind]['text']} = {shown_b}"
-            raise InputError(f"{_shown(n, m)} ({m['description']}) must be {word} {bound}, got {v} from {origin}")
+        else:
+            continue
+        shown_b = b.numerator if b.denominator == 1 else b
+        bound = m[kind]["text"] if m[kind]["text"] == str(shown_b) else f"{m[kind]['text']} = {shown_b}"
+        raise _refused(f"{_shown(n, m)} ({m['description']}) must be {word} {bound}{_with(m[kind])}, "
+                       f"got {_given(n, m, v, prov.get(n, ''))}", n, kind, reads, b)
+
+
+def _refused(message, name, kind, reads, value) -> InputError:
+    """The InputError of a declared bound, with the bound as data (``err.bound``: symbol, kind,
+    the symbols it reads, its value) for searches that step over the values it refuses."""
+    err = InputError(message)
+    err.bound = {"symbol": name, "kind": kind, "reads": reads, "value": value}
+    return err
 
 
 class _Excluded(Exception):

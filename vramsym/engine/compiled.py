@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-FORMAT = 3
+FORMAT = 4
 
 
 def compile_regime(lib, composed) -> dict:
@@ -22,10 +22,16 @@ def compile_regime(lib, composed) -> dict:
     with deep_recursion():
         prep = prepare(composed, lib, None, None, with_params=True)
         code = python_module(prep, lib)
+    extra = _multiple_bounds(lib, composed, prep)
+    code += extra["code"]
+    defaults = dict(prep.defaults, **extra["defaults"])
+    bounds = {n: dict(b) for n, b in prep.bounds.items()}
+    for n, v in extra["multiple"].items():
+        bounds.setdefault(n, {})["multiple"] = v
     needed = set(prep.args)
-    for deps, _ in prep.defaults.values():
+    for deps, _ in defaults.values():
         needed |= set(deps)
-    for b in prep.bounds.values():
+    for b in bounds.values():
         for kind, v in b.items():
             needed |= set(v) if kind == "divides" else set(v[0])
     symbols = {}
@@ -33,11 +39,12 @@ def compile_regime(lib, composed) -> dict:
         d = lib.symbols[n]
         symbols[n] = {"alias": d.alias, "domain": d.domain, "keys": list(d.config_keys),
                       "description": d.description, "unit": lib.units.get(n, "1"),
-                      "default": list(prep.defaults[n][0]) if n in prep.defaults else None}
-        b = prep.bounds.get(n, {})
-        for kind in ("max", "min"):
+                      "default": list(defaults[n][0]) if n in defaults else None}
+        b = bounds.get(n, {})
+        for kind in BOUNDS:
             if kind in b:
-                symbols[n][kind] = {"args": list(b[kind][0]), "text": str(b[kind][1])}
+                symbols[n][kind] = {"args": list(b[kind][0]), "text": _text(lib, b[kind][1]),
+                                    "options": _options_read(getattr(d, kind), dict(composed.options))}
         if "divides" in b:
             symbols[n]["divides"] = b["divides"]
         if d.low is not None:
@@ -54,11 +61,92 @@ def compile_regime(lib, composed) -> dict:
     used = used_options(lib, composed)
     used += sorted(p for p, d in lib.presets.items()      # a preset is in effect when what it sets is
                    if any(o in used for _, assigns, _ in d.cases for o, _, _ in assigns))
+    # options a checkpoint chooses (read `from` a ckpt_* field), where chosen otherwise than by
+    # default: what a message names when a checkpoint's field is missing (--weights-source file)
+    opts = dict(composed.options)
+    from_ckpt = [[o, opts[o]] for o in sorted(used) if o in lib.options and opts.get(o) != lib.options[o].default
+                 and any(k.startswith(CHECKPOINT_FIELD) for k in lib.options[o].config_keys)]
     return {"format": FORMAT, "regime": composed.regime, "description": composed.description,
             "chain": list(composed.chain), "options": [list(kv) for kv in composed.options],
-            "used_options": sorted(used), "overridden": list(composed.overridden),
+            "used_options": sorted(used), "checkpoint_options": from_ckpt, "overridden": list(composed.overridden),
             "args": list(prep.args), "symbols": symbols, "components": comps, "total": funcs["total"],
             "params": funcs.get("P"), "code": code}
+
+
+#: the prefix of the config fields only a checkpoint's headers set (vramsym.catalog.models.INTERNAL_PREFIX)
+CHECKPOINT_FIELD = "ckpt_"
+
+#: the bounds a symbol may declare with an expression: at most, at least, a whole multiple of
+BOUNDS = ("max", "min", "multiple")
+
+
+def _multiple_bounds(lib, composed, prep) -> dict:
+    """The ``multiple`` bounds of the symbols the regime reads, as code (``_multiple_<symbol>``),
+    with the defaults of the symbols they read that the printer did not reach:
+    ``{"code": str, "multiple": symbol -> (arguments, expression), "defaults": {...}}``."""
+    from ..lang.build import to_sympy
+    from ..printers.codegen import _PY_RESERVED, ExactPythonPrinter, _safe
+    opts = dict(composed.options)
+    reached = [n for n in composed_symbols(prep) if n in lib.symbols]
+    multiple, defaults, lines = {}, {}, []
+    todo, seen = list(reached), set()
+    while todo:
+        n = todo.pop(0)
+        if n in seen or n in prep.bound:
+            continue
+        seen.add(n)
+        d = lib.symbols[n]
+        for kind, e in (("default", d.default), ("multiple", d.multiple)):
+            if e is None or (kind == "default" and n in reached):
+                continue        # a default of a symbol the printer reached is printed already
+            x = to_sympy(e, lambda s: composed.symbols[s], opts)
+            deps = tuple(sorted(s.name for s in x.free_symbols))
+            todo.extend(s for s in deps if s in lib.symbols)
+            (multiple if kind == "multiple" else defaults)[n] = (deps, x)
+            ren = {a: _safe(a, _PY_RESERVED) for a in deps}
+            lines += ["", f"def _{kind}_{n}({', '.join(ren[a] for a in deps)}):",
+                      f"    return {ExactPythonPrinter(ren).doprint(x)}", ""]
+    return {"code": "\n".join(["", "# whole-multiple bounds (symbol: its arguments)", *lines]) if lines else "",
+            "multiple": multiple, "defaults": defaults}
+
+
+def _text(lib, expr) -> str:
+    """A bound as messages show it: each symbol by its command-line name (``seq``, ``tp``)."""
+    import sympy
+    ren = {x: sympy.Symbol(lib.symbols[x.name].alias) for x in expr.free_symbols
+           if x.name in lib.symbols and lib.symbols[x.name].alias}
+    return str(expr.xreplace(ren))
+
+
+def composed_symbols(prep):
+    """The symbols a prepared regime reads, with those its defaults and bounds read."""
+    out = list(prep.args)
+    for deps, _ in prep.defaults.values():
+        out += deps
+    for b in prep.bounds.values():
+        for kind, v in b.items():
+            out += v if kind == "divides" else v[0]
+    return list(dict.fromkeys(out))
+
+
+def _options_read(expr, options) -> list:
+    """The options a bound reads through ``match``, each with the choice in effect, as
+    [[option, choice], ...]: what a message names (``with --offload optimizer-params``)."""
+    from ..lang import ast as A
+    out = []
+
+    class Walk(A.Visitor):
+        def visit_Match(self, e):
+            chosen = options[e.option]
+            if [e.option, chosen] not in out:
+                out.append([e.option, chosen])
+            for c in e.cases:
+                if chosen in c.labels:
+                    self.visit(c.expr)
+
+    if expr is not None:
+        Walk().visit(expr)
+    return out
 
 
 def _constant(lib, composed, expr) -> Fraction:
@@ -74,7 +162,7 @@ class CompiledRegime:
 
     __slots__ = ("data", "regime", "description", "options", "used_options", "symbols", "args",
                  "components", "overridden", "_total", "_parts", "_params", "defaults", "code_object", "_alias",
-                 "bounds", "checks", "ranges")
+                 "bounds", "checks", "ranges", "checkpoint_options")
 
     def __init__(self, data: dict):
         if data.get("format") != FORMAT:
@@ -95,6 +183,7 @@ class CompiledRegime:
         self.description = data["description"]
         self.options = tuple((k, v) for k, v in data["options"])
         self.used_options = tuple(data["used_options"])
+        self.checkpoint_options = tuple(tuple(kv) for kv in data.get("checkpoint_options") or ())
         self.symbols = data["symbols"]
         self.args = tuple(data["args"])
         self.components = data["components"]
@@ -103,14 +192,14 @@ class CompiledRegime:
         self._parts = tuple(ns[c["func"]] for c in data["components"])
         self._params = ns[data["params"]] if data.get("params") else None
         self.defaults = {n: ns["_default_" + n] for n, m in self.symbols.items() if m["default"] is not None}
-        self.bounds = {(n, k): ns[f"_{k}_{n}"] for n, m in self.symbols.items() for k in ("max", "min") if k in m}
+        self.bounds = {(n, k): ns[f"_{k}_{n}"] for n, m in self.symbols.items() for k in BOUNDS if k in m}
         self._alias = {m["alias"]: n for n, m in self.symbols.items() if m["alias"]}
         # run-time ranges (low, high) around the defaults of symbols such as the CUDA context
         self.ranges = {n: (Fraction(m["range"][0]), Fraction(m["range"][1]))
                        for n, m in self.symbols.items() if m.get("range")}
         # every declared bound as (symbol, kind, the symbols it reads): what binding checks
         self.checks = tuple((n, k, frozenset([n, *m[k]["args"]]), None) for n, m in self.symbols.items()
-                            for k in ("max", "min") if k in m)
+                            for k in BOUNDS if k in m)
         self.checks += tuple((n, "divides", frozenset((n, t)), t) for n, m in self.symbols.items()
                              for t in m.get("divides") or ())
 

@@ -9,8 +9,13 @@ layers), and the ZeRO stages; the layouts are ranked by GPU count, then by headr
 """
 from __future__ import annotations
 
+from fractions import Fraction
+from math import gcd
+
 from ..errors import DoesNotFit, InputError, SolveError
+from .bind import bound_of
 from .inverse import smallest_fitting
+from .values import NumberError, to_fraction
 
 #: the command-line names of a layout's degrees and the symbols they set
 DEGREES = ("tp", "pp", "cp", "ep")
@@ -44,55 +49,197 @@ def layout_of(est) -> dict | None:
     return out
 
 
+def _whole(flag: str, value, least: int) -> int:
+    """A degree given on the command line (``--tp 2``; ``2.0`` is 2, as for every whole-number
+    input), or InputError naming the flag."""
+    if type(value) is int and not isinstance(value, bool):
+        v = Fraction(value)
+    else:
+        try:
+            v = to_fraction(value)
+        except NumberError as e:
+            raise InputError(f"--{flag} takes a whole number, got {_quoted(value)}: {e}") from None
+    if v.denominator != 1:
+        raise InputError(f"--{flag} takes a whole number, got {_quoted(value)}")
+    if v < least:
+        raise InputError(f"--{flag} must be at least {least}, got {_quoted(value)}")
+    return int(v)
+
+
+def _quoted(value) -> str:
+    text = str(value)
+    return repr(text if len(text) <= 60 else text[:57] + "...")
+
+
+def _fixed(r, inputs: dict) -> tuple:
+    """(the degrees the user fixed, by command-line name; the other inputs): a degree may be
+    given by its command-line name (``tp``) or its symbol (``n_tp``)."""
+    names = {}
+    for a in (*DEGREES, "zero"):
+        n = r.regime.symbol(a)
+        names[a] = a
+        if n is not None:
+            names[n] = a
+    fixed, base = {}, {}
+    for k, v in inputs.items():
+        a = names.get(k)
+        if a is None:
+            base[k] = v
+            continue
+        if a in fixed:
+            raise InputError(f"--{a} is given twice (as {a} and as its symbol)")
+        fixed[a] = _whole(a, v, 0 if a == "zero" else 1)
+    return fixed, base
+
+
+def _dp_dependent(err, r) -> bool:
+    """Whether a bound refused only this data-parallel degree (the GPU count must be a multiple
+    of something, or be divided by a degree): another degree of the same layout may pass."""
+    b = getattr(err, "bound", None)
+    if not b or b["kind"] not in ("multiple", "divides"):
+        return False
+    return bool(b["reads"] & {r.regime.symbol("gpus"), "n_dp"})
+
+
 def min_gpus(r, capacity: int, inputs: dict) -> dict:
     """The fewest GPUs for compiled regime ``r`` (a :class:`vramsym.engine.runtime.Compiled`):
-    ``{"best": (estimate, layout), "layouts": [(estimate, layout), ...], "searched": [...]}``."""
-    if r.regime.symbol("gpus") is None:
+    ``{"best": (estimate, layout), "layouts": [(estimate, layout), ...], "searched": [...]}``.
+
+    A layout the user fixed (``--tp``, ``--pp``, ``--cp``, ``--ep``, ``--zero``) that no GPU
+    count makes valid is refused with the bound's sentence (InputError); a layout the search
+    chose that the model cannot take is listed under ``problems``. The GPU count steps over
+    the counts a bound refuses (``--ep`` must divide it, hybrid sharding needs whole replicas)."""
+    gpus_sym = r.regime.symbol("gpus")
+    if gpus_sym is None:
         raise SolveError(f"regime '{r.regime.regime}' has no GPU count to solve for")
-    if "gpus" in inputs or "n_gpu" in inputs:
+    if "gpus" in inputs or gpus_sym in inputs:
         raise InputError("'gpus' is both given and solved for: drop --gpus")
-    fixed = {a: int(inputs[a]) for a in (*DEGREES, "zero") if a in inputs}
-    base = {k: v for k, v in inputs.items() if k not in (*DEGREES, "zero")}
-    layers = r.evaluate(dict(base, **fixed)).binding.values.get("L")
+    fixed, base = _fixed(r, inputs)
+    most = bound_of(r.regime, gpus_sym, {}, "max")
+    max_gpus = int(most) if most is not None else MAX_DP * NODE * 64
+    # the layers (for the pipeline degrees to search) at a GPU count every fixed degree divides
+    probe = {a: fixed.get(a, 1) for a in DEGREES}
+    try:
+        layers = r.evaluate(dict(base, gpus=probe["tp"] * probe["pp"] * probe["cp"] * probe["ep"],
+                                 **probe, zero=fixed.get("zero", 3))).binding.values.get("L")
+    except InputError:
+        layers = None          # the layouts below say why
     pps = [p for p in (1, 2, 4, 8, 16, 32, 64) if layers is None or p <= layers]
     choices = {
         "tp": [fixed["tp"]] if "tp" in fixed else [1, 2, 4, NODE],
         "pp": [fixed["pp"]] if "pp" in fixed else pps,
         "cp": [fixed.get("cp", 1)],
         "ep": [fixed.get("ep", 1)],
-        "zero": [fixed["zero"]] if "zero" in fixed else [0, 1, 2, 3],
+        # a regime that reads no ZeRO stage (inference) has one layout per degree, not four
+        "zero": [fixed["zero"]] if "zero" in fixed else [0, 1, 2, 3] if r.regime.symbol("zero") else [0],
     }
-    found, problems = [], []
+    found, problems, refusals, tried = [], [], [], 0
+    least = None              # the smallest per-GPU total seen: (bytes, layout, gpus)
     for t in choices["tp"]:
         for p in choices["pp"]:
             for c in choices["cp"]:
                 for e in choices["ep"]:
                     for z in choices["zero"]:
                         lay = {"tp": t, "pp": p, "cp": c, "ep": e, "zero": z}
-                        width = t * p * c
-
-                        def total(dp, lay=lay, width=width):
-                            return r.evaluate(dict(base, gpus=dp * width, **lay)).exact_total
-                        lo = max(1, -(-e // width))
+                        tried += 1
                         try:
-                            # one replica, then two or more: DDP's gradient buckets (and the
-                            # communication buffers) exist only from two ranks on
-                            dp = lo if total(lo) <= capacity else smallest_fitting(
-                                total, capacity, lo=lo + 1, limit=MAX_DP, name="dp")
-                        except InputError as err:         # a layout this model cannot take (a bound)
+                            dp = _smallest_dp(r, base, lay, capacity, max_gpus)
+                        except (InputError, SolveError) as err:   # a layout this model cannot take (a bound)
                             problems.append((lay, str(err)))
+                            refusals.append(err)
                             continue
-                        except SolveError as err:
-                            problems.append((lay, str(err)))
+                        if dp[0] is None:
+                            if dp[1] is not None and (least is None or dp[1][0] < least[0]):
+                                least = dp[1]
                             continue
-                        if dp is None:
-                            continue
-                        est = r.evaluate(dict(base, gpus=dp * width, **lay))
+                        est = r.evaluate(dict(base, gpus=dp[0], **lay))
                         found.append((est, layout_of(est)))
     if not found:
-        why = f"; for example tp {problems[0][0]['tp']}, pp {problems[0][0]['pp']}: {problems[0][1]}" if problems else ""
-        raise DoesNotFit(f"no layout fits {capacity:,} B per GPU with up to {MAX_DP:,} data-parallel ranks"
-                         f" (searched tp {choices['tp']}, pp {choices['pp']}, zero {choices['zero']}){why}",
-                         {"capacity_bytes": capacity, "searched": choices})
+        if len(refusals) == tried and all(isinstance(e, InputError) for e in refusals):
+            # every layout refused by a bound: what the user fixed (--ep 3, --zero 0 with
+            # --offload optimizer-params) cannot exist, whatever the GPU count
+            raise refusals[0]
+        smallest = ""
+        if least is not None:
+            b, lay, g = least
+            smallest = (f"; the smallest per-GPU total found is {int(-(-b // 1)):,} B (tp {lay['tp']}, pp {lay['pp']}, "
+                        f"cp {lay['cp']}, ep {lay['ep']}, zero {lay['zero']} on {g:,} GPUs)")
+        raise DoesNotFit(f"nothing fits {capacity:,} B per GPU: no layout holds the job on any number of GPUs "
+                         f"(searched tp {choices['tp']}, pp {choices['pp']}, zero {choices['zero']}, up to "
+                         f"{min(MAX_DP, max_gpus):,} data-parallel ranks){smallest}",
+                         {"capacity_bytes": capacity, "searched": choices,
+                          "smallest_bytes": None if least is None else int(-(-least[0] // 1))})
     found.sort(key=lambda x: (x[1]["gpus"], x[0].total_bytes))
     return {"best": found[0], "layouts": found, "searched": choices, "problems": problems}
+
+
+#: how many data-parallel degrees a refusing bound may step over before the layout is given up
+MAX_STEPS = 64
+
+
+def _smallest_dp(r, base, lay, capacity, max_gpus):
+    """(the fewest GPUs that hold ``lay``, or None; the smallest total seen as (bytes, layout,
+    gpus) when none does). The degrees searched are multiples of ``step`` (the
+    GPU count must be a multiple of ``--ep``) that every bound accepts; a degree some bound
+    refuses (hybrid sharding's whole replicas) is replaced by the next one it accepts, which
+    keeps the total non-increasing over the search."""
+    eff = {a: lay[a] if r.regime.symbol(a) is not None else 1 for a in DEGREES}   # a degree it reads
+    width = eff["tp"] * eff["pp"] * eff["cp"]
+    step = eff["ep"] // gcd(eff["ep"], width)
+    limit = min(MAX_DP, max_gpus // width) // step
+    if limit < 1:
+        raise InputError(f"tp x pp x cp x ep = {width * step:,} GPUs is more than the {max_gpus:,} a job may have")
+    valid, totals = {}, {}
+
+    def total_at(dp):
+        if dp not in totals:
+            totals[dp] = r.evaluate(dict(base, gpus=dp * width, **lay)).exact_total
+        return totals[dp]
+
+    def accepted(k):
+        """The smallest k' >= k whose degree step x k' every bound accepts (InputError if none near)."""
+        if k in valid:
+            return valid[k]
+        k0, err = k, None
+        for _ in range(MAX_STEPS):
+            if k > limit:
+                valid[k0] = None     # beyond the GPUs a job may have
+                return None
+            try:
+                total_at(step * k)
+                valid[k0] = k
+                return k
+            except InputError as e:
+                if not _dp_dependent(e, r):
+                    raise
+                err, b = e, e.bound
+                whole = Fraction(b["value"] or 0)
+                if b["kind"] == "multiple" and b["symbol"] == r.regime.symbol("gpus") and whole > 0 \
+                        and whole.denominator == 1:
+                    # the next GPU count that is a multiple of the bound's value
+                    unit = int(whole) // gcd(int(whole), width * step)
+                    k = max(k + 1, -(-k // unit) * unit)
+                else:
+                    k += 1
+        raise err
+
+    def f(k):
+        kk = accepted(k)
+        # beyond the limit: nothing fits there (the search stops at its first fit, so every total
+        # seen so far is above the capacity); the smallest of them keeps the totals non-increasing
+        return totals[step * kk] if kk is not None else min(totals.values())
+
+    k1 = accepted(1)
+    if k1 is None:
+        return None, None
+    # one replica, then two or more: DDP's gradient buckets (and the communication buffers)
+    # exist only from two ranks on
+    if f(k1) <= capacity:
+        return step * k1 * width, None
+    if k1 >= limit:
+        return None, (totals[step * k1], lay, step * k1 * width)
+    k = smallest_fitting(f, capacity, lo=k1 + 1, limit=limit, name="dp")
+    if k is None:
+        last = max(totals)
+        return None, (totals[last], lay, last * width)
+    return step * accepted(k) * width, None

@@ -171,6 +171,7 @@ class SymbolDecl:
     max: Optional[Expr] = None          # an upper bound, from other symbols
     min: Optional[Expr] = None          # a lower bound
     divides: Tuple[str, ...] = ()       # symbols this one must divide
+    multiple: Optional[Expr] = None     # the value must be a whole multiple of this
     low: Optional[Expr] = None          # run-time range around the default (constants)
     high: Optional[Expr] = None
 

@@ -269,7 +269,7 @@ def _check(lib: Library, diags: List[Diagnostic], units_file: str) -> None:
     for t in lib.terms.values():
         check_expr(t.expr, declared.get(t.name), "term", t.expr.span, t.name)
     for s in lib.symbols.values():
-        for what, e in (("default", s.default), ("bound", s.max), ("bound", s.min)):
+        for what, e in (("default", s.default), ("bound", s.max), ("bound", s.min), ("bound", s.multiple)):
             if e is None:
                 continue
             bad = [n for n in names_in(e) if n.name in lib.terms]

@@ -98,6 +98,9 @@ class _Builder(Transformer):
     def attr_min(self, items):
         return ("min", items[0])
 
+    def attr_multiple(self, items):
+        return ("multiple", items[0])
+
     def attr_divides(self, items):
         return ("divides", str(items[0]))
 
