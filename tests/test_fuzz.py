@@ -134,3 +134,25 @@ def test_fuzz_regimes_from_formula_files(capsys, tmp_path_factory, term, desc):
                           "--batch", "2", "--seq", "64", "--json"], capsys)
     if code == 0:
         no_negative(out)
+
+
+UNSAFE_TEXT = st.one_of(st.text(alphabet=st.one_of(st.characters(), st.sampled_from(
+    ["\x1b", "\x07", "\r", "\x9b", "\u202e", "\ud800", "\udc80", "$", "\\", "{", "}"])), max_size=30),
+    st.sampled_from(["/*APP*/", "$\\frac{1}{$", "llama-3.1-8b\x1b]0;t\x07"]))
+
+
+@FUZZ
+@given(name=UNSAFE_TEXT, degree=st.one_of(numbers, st.sampled_from(["2", "3", "64", "1.5", "abc", "2.0"])),
+       flag=st.sampled_from(["--tp", "--pp", "--cp", "--ep", "--zero"]))
+def test_fuzz_hostile_names_and_layouts(capsys, name, degree, flag):
+    """Any text as a model name, any value as a parallel degree: no traceback, no exit 70, and no raw
+    control character, lone surrogate or bidirectional control in what is written."""
+    for argv in (["estimate", "--model", name, "--batch", "1", "--seq", "16"],
+                 ["solve", "min_gpus", "--model", "llama-3.2-1b", "--regime", "train", "--batch", "1", "--seq", "512",
+                  "--gpu", "80GB", flag, degree],
+                 ["estimate", "--model", "qwen3-30b-a3b", "--regime", "train", "--batch", "1", "--seq", "64",
+                  "--gpus", "8", flag, degree, "--json"]):
+        code, out, err = run(argv, capsys)
+        assert code in (0, ExitStatus.BAD_INPUT, ExitStatus.USAGE, ExitStatus.DOES_NOT_FIT), (argv, code, err)
+        from vramsym.terminal import shown
+        assert shown(out) == out and shown(err) == err, (argv, out, err)

@@ -107,13 +107,15 @@ class Estimate:
 
 class Solution:
     """The largest integer ``value`` of ``variable`` whose total fits ``capacity_bytes``."""
-    __slots__ = ("variable", "alias", "value", "capacity_bytes", "estimate", "next_total_bytes", "method")
+    __slots__ = ("variable", "alias", "value", "capacity_bytes", "estimate", "next_total_bytes", "method",
+                 "next_refused")
 
     def __init__(self, variable, alias, value, capacity_bytes, estimate, next_total_bytes,
-                 method="exact integer search"):
+                 method="exact integer search", next_refused=None):
         self.variable, self.alias, self.value = variable, alias, value
         self.capacity_bytes, self.estimate, self.next_total_bytes = capacity_bytes, estimate, next_total_bytes
         self.method = method
+        self.next_refused = next_refused     # value + 1 fits but a declared bound refuses it: why
 
     @property
     def total_bytes(self) -> int:

@@ -8,7 +8,7 @@ compiled code and search exactly (vramsym.engine.inverse). Nothing else computes
 """
 from __future__ import annotations
 
-from .bind import bind, bound_of, user_values
+from .bind import bind, bound_of, check_bounds, user_values
 from ..errors import DoesNotFit, InputError, SolveError, suggest
 from .inverse import largest_fitting
 from .results import Binding, Estimate, Solution, to_int_bytes
@@ -320,10 +320,38 @@ class Compiled:
             raise SolveError(f"{alias} must be at most {c.symbols[name]['max']['text']} = {hi}, below its "
                              f"smallest value {lo}: there is nothing to solve")
         best = largest_fitting(total, capacity, lo=lo, hi=hi, name=alias)
+        best = self._within_bounds(best, lo, total, values, prov, name, alias)
         nxt = to_int_bytes(total(best + 1))
+        refused = None
+        if nxt <= capacity:         # it fits, but a bound refuses it (--cp must divide the sequence)
+            try:
+                check_bounds(self.regime, values, dict(prov, **{name: "input"}), {name})
+            except InputError as e:
+                refused = str(e)
         total(best)         # leaves every value (defaults that read the variable too) at the answer
         prov[name] = "input"
-        return Solution(name, alias, best, capacity, self._estimate(values, prov), nxt)
+        return Solution(name, alias, best, capacity, self._estimate(values, prov), nxt, next_refused=refused)
+
+
+    MAX_STEPS_DOWN = 1 << 16
+
+    def _within_bounds(self, best, lo, total, values, prov, name, alias) -> int:
+        """The largest value at most ``best`` that every bound reading the variable allows (``--cp``
+        divides the sequence: the solved length steps down to a multiple of it); a smaller total
+        still fits, since the search found the total does not fall as the variable grows."""
+        x = best
+        while x >= lo:
+            total(x)
+            try:
+                check_bounds(self.regime, values, dict(prov, **{name: "input"}), {name})
+                return x
+            except InputError as e:
+                if best - x >= self.MAX_STEPS_DOWN:
+                    raise SolveError(f"no {alias} from {x} to {best} satisfies the declared bounds: {e}") from None
+            x -= 1
+        total(best)
+        check_bounds(self.regime, values, dict(prov, **{name: "input"}), {name})    # says which bound
+        return best
 
 
 def negative(est):

@@ -48,7 +48,8 @@ def solution_data(sol, cap_desc: str) -> dict:
     return {"variable": sol.alias, "symbol": sol.variable, "value": sol.value, "total_bytes": sol.total_bytes,
             "capacity_bytes": sol.capacity_bytes, "headroom_bytes": sol.capacity_bytes - sol.total_bytes,
             "next_total_bytes": sol.next_total_bytes, "step_bytes": sol.next_total_bytes - sol.total_bytes,
-            "method": sol.method, "estimate": estimate_data(est), "capacity_description": cap_desc}
+            "method": sol.method, "next_refused": sol.next_refused, "estimate": estimate_data(est),
+            "capacity_description": cap_desc}
 
 
 def _sizes(n: int, unit: str | None) -> str:
@@ -146,7 +147,8 @@ def print_solution(d: dict, unit: str | None, out) -> None:
     print(f"largest {d['variable']} that fits: {d['value']}", file=out)
     print(f"capacity: {d['capacity_description']} = {d['capacity_bytes']:,} B = {_sizes(d['capacity_bytes'], unit)}", file=out)
     print(f"total at {d['variable']}={d['value']}: {d['total_bytes']:,} B = {_sizes(d['total_bytes'], unit)}; "
-          f"at {d['value'] + 1}: {d['next_total_bytes']:,} B = {_sizes(d['next_total_bytes'], unit)} (over)", file=out)
+          f"at {d['value'] + 1}: {d['next_total_bytes']:,} B = {_sizes(d['next_total_bytes'], unit)} "
+          + (f"(fits, but refused: {d['next_refused']})" if d.get("next_refused") else "(over)"), file=out)
     print(f"one more {d['variable']} adds {d['step_bytes']:,} B there ({d['method']} over the compiled formulas; "
           f"`vramsym derive --solve` shows the derivation)", file=out)
     print(file=out)
