@@ -22,6 +22,7 @@ import struct
 
 from ..errors import InputError
 from .paths import formulas_path, open_member, read_bounded, read_text
+from .sources import Found, read_config
 
 MAX_HEADER_BYTES = 100 * 2**20     # a real header is a few MB at most (a 405B model: ~ 2 MB)
 MAX_INDEX_BYTES = 64 * 2**20
@@ -376,3 +377,18 @@ def checkpoint_fields(ckpt: Checkpoint, config: dict) -> tuple:
             fields["ckpt_group_size"] = group
         notes += qnotes
     return fields, notes
+
+
+def read_folder(path, name=None, source=None, hf_id=None, root=None) -> Found:
+    """A folder with a config.json, and its safetensors checkpoint when it has one. Every file read
+    must lie inside ``root`` (default: the folder itself)."""
+    root = path if root is None else root
+    cfg_path = os.path.join(path, "config.json")
+    raw = read_config(cfg_path, root)
+    name = name or os.path.basename(os.path.abspath(path))
+    ckpt = read_checkpoint(path, root)
+    if ckpt is None:
+        return Found(raw, name, source or cfg_path, hf_id)
+    config = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
+    fields, notes = checkpoint_fields(ckpt, {**raw, **config})
+    return Found(raw, name, source or path, hf_id, fields=fields, notes=tuple(notes), checkpoint=ckpt.summary())

@@ -23,6 +23,7 @@ import struct
 from ..errors import InputError
 from .checkpoints import Checkpoint, Tensor, checkpoint_fields
 from .paths import open_member
+from .sources import Found
 
 # GGUF metadata key (after "{arch}.") -> the config.json field the formula files read
 HPARAMS = {
@@ -383,8 +384,8 @@ def config_of(meta: dict, ckpt: Checkpoint) -> tuple:
     return cfg, notes
 
 
-def load_gguf(path, root=None):
-    from .models import _spec
+def read_gguf_model(path, root=None) -> Found:
+    """A GGUF file as a model: its metadata as a config, its tensors' bytes as the checkpoint."""
     meta, ckpt = read_gguf(path, root)
     cfg, notes = config_of(meta, ckpt)
     fields, more = checkpoint_fields(ckpt, cfg)
@@ -397,4 +398,4 @@ def load_gguf(path, root=None):
     name = name or os.path.splitext(os.path.basename(path))[0]
     notes = [f"GGUF {meta.get('general.architecture')} (version {meta.get('GGUF.version')}): hyper-parameters "
              f"from its metadata ({', '.join(sorted(k for k in cfg if k in HPARAMS.values()))})"] + notes + more
-    return _spec(cfg, name, path, fields=fields, extra_notes=notes, checkpoint=ckpt.summary())
+    return Found(cfg, name, path, fields=fields, notes=tuple(notes), checkpoint=ckpt.summary())

@@ -13,6 +13,9 @@ import os
 import re
 
 from ..errors import InputError
+from .checkpoints import Checkpoint, checked_tensor, checkpoint_fields, read_folder
+from .paths import inside, read_bounded
+from .sources import Found, read_config
 
 # huggingface_hub's repo id rule: letters, digits, '-', '_', '.', at most 96 characters a part
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
@@ -80,7 +83,6 @@ def check_ref(cache: str, repo_id: str):
     """The cache's ``refs/main`` of ``repo_id``, when it exists, must hold a commit hash (40 or 64
     hex digits) and be a regular file inside the repository's cache folder: huggingface_hub joins
     its content onto ``snapshots/``, so ``../../..`` or an absolute path would read files outside."""
-    from .paths import read_bounded
     folder = repo_folder(cache, repo_id)
     ref = os.path.join(folder, "refs", "main")
     if not os.path.lexists(ref):
@@ -97,20 +99,18 @@ def check_ref(cache: str, repo_id: str):
                          f"'{folder}' and download the model again)")
     snap = os.path.join(folder, "snapshots", text)
     if os.path.lexists(snap):
-        from .paths import inside
         if not inside(snap, folder):
             raise InputError(f"Hugging Face cache snapshot '{snap}' is a symbolic link out of the model's "
                              f"cache folder '{folder}': refused")
 
 
-def load_hub(repo_id: str):
+def load_hub(repo_id: str) -> Found:
     try:
         import huggingface_hub
     except ImportError:
         raise InputError(f"'{repo_id}' looks like a Hugging Face id; reading one needs huggingface_hub: "
                          f"pip install 'vramsym[hub]' (or give a local folder with --model DIR)") from None
     from huggingface_hub import errors
-    from .models import load_checkpoint_dir
     off, cache = offline(), cache_dir()
     unreachable = not off and not reachable()
     off = off or unreachable
@@ -134,17 +134,16 @@ def load_hub(repo_id: str):
                          f"{str(e).splitlines()[0][:200] if str(e) else type(e).__name__}") from None
     snapshot = os.path.dirname(cfg)
     folder = repo_folder(cache, repo_id)
-    from .paths import inside
     if not inside(snapshot, folder):
         raise InputError(f"the Hugging Face cache gave '{cfg}' for '{repo_id}', which is outside the model's "
                          f"cache folder '{folder}': refused (a corrupt or tampered cache)")
     if off:
-        spec = load_checkpoint_dir(snapshot, name=repo_id, source=f"hf://{repo_id} (cache {snapshot})",
-                                   hf_id=repo_id, root=folder)
-        if spec.checkpoint is None:
-            spec.notes = spec.notes + ("offline: no safetensors file of this model is in the cache, so the "
-                                       "weights are counted by the formulas from config.json",)
-        return spec
+        found = read_folder(snapshot, name=repo_id, source=f"hf://{repo_id} (cache {snapshot})",
+                            hf_id=repo_id, root=folder)
+        if found.checkpoint is None:
+            found = found.noted("offline: no safetensors file of this model is in the cache, so the "
+                                "weights are counted by the formulas from config.json")
+        return found
     return _online(repo_id, cfg, folder)
 
 
@@ -152,15 +151,12 @@ def _online(repo_id, cfg_path, folder=None):
     """config.json downloaded; the safetensors headers by HTTP range requests."""
     import huggingface_hub
     from huggingface_hub import errors
-    from .checkpoints import Checkpoint, checked_tensor, checkpoint_fields
-    from .models import _spec, read_config
     raw = read_config(cfg_path, folder)
     try:
         meta = huggingface_hub.get_safetensors_metadata(repo_id)
     except errors.NotASafetensorsRepoError:
-        spec = _spec(raw, repo_id, f"hf://{repo_id}", repo_id)
-        spec.notes = spec.notes + ("the repository has no safetensors files: weights counted by the formulas",)
-        return spec
+        return Found(raw, repo_id, f"hf://{repo_id}", repo_id,
+                     notes=("the repository has no safetensors files: weights counted by the formulas",))
     except _errors() as e:
         raise InputError(f"cannot read the safetensors headers of '{repo_id}': "
                          f"{str(e).splitlines()[0][:200] if str(e) else type(e).__name__}") from None
@@ -174,5 +170,5 @@ def _online(repo_id, cfg_path, folder=None):
     ckpt = Checkpoint("safetensors", [f"hf://{repo_id}/{f}" for f in sorted(meta.files_metadata)], tensors)
     config = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
     fields, notes = checkpoint_fields(ckpt, {**raw, **config})
-    return _spec(raw, repo_id, f"hf://{repo_id}", repo_id, fields=fields, extra_notes=notes,
+    return Found(raw, repo_id, f"hf://{repo_id}", repo_id, fields=fields, notes=tuple(notes),
                  checkpoint=ckpt.summary())

@@ -13,7 +13,11 @@ import json
 import os
 
 from ..errors import InputError, suggest
-from .paths import formulas_path, open_member, read_bounded, read_text
+from .checkpoints import read_folder
+from .gguf_file import read_gguf_model
+from .hub import is_hub_id, load_hub
+from .paths import formulas_path, open_member, read_text
+from .sources import MAX_CONFIG_BYTES, Found, read_config   # noqa: F401 (MAX_CONFIG_BYTES: the public limit)
 
 
 class ModelSpec:
@@ -30,13 +34,6 @@ class ModelSpec:
 
     def __repr__(self):
         return f"ModelSpec({self.name!r}, source={self.source!r})"
-
-
-MAX_CONFIG_BYTES = 16 * 2**20
-
-
-def _no_constant(name):
-    raise ValueError(f"{name} is not a number JSON allows")
 
 
 def _model_files(extra=None) -> dict:
@@ -82,17 +79,15 @@ def load_model(name_or_path: str, extra=None) -> ModelSpec:
                          f"config.json beside its weights)")
     if os.path.lexists(path):
         if _is_gguf(path):
-            from .gguf_file import load_gguf
-            return load_gguf(path)
+            return from_found(read_gguf_model(path))
         raw = read_config(path)
         if "config" in raw and isinstance(raw["config"], dict) and "name" in raw:
             return _spec(raw["config"], raw["name"], path, raw.get("hf_id"), raw.get("published_params"))
         base = os.path.basename(path)
         name = os.path.basename(os.path.dirname(os.path.abspath(path))) if base == "config.json" else os.path.splitext(base)[0]
         return _spec(raw, name, path)
-    from .hub import is_hub_id, load_hub
     if is_hub_id(key):
-        return load_hub(key)
+        return from_found(load_hub(key))
     hint = suggest(key.lower(), cat)
     msg = f"unknown model '{key}': not a catalog name, not a path to a config.json, a checkpoint folder or a .gguf file"
     msg += f"; did you mean {', '.join(hint)}?" if hint else "; run `vramsym models` for the catalog"
@@ -124,37 +119,16 @@ def _refuse_internal(config: dict, where: str, source):
                              f"from the config")
 
 
-def read_config(path, root=None, what="model config") -> dict:
-    """A config.json as a dict: a regular file (inside ``root`` when given) of at most
-    16 MiB, UTF-8 JSON, checked."""
-    data = read_bounded(path, MAX_CONFIG_BYTES, root, what, ": a config.json is a few kilobytes")
-    try:
-        raw = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
-    except UnicodeDecodeError:
-        raise InputError(f"cannot read {what} '{path}': it is not UTF-8 text") from None
-    except RecursionError:
-        raise InputError(f"cannot read {what} '{path}': its JSON nests too deeply") from None
-    except ValueError as e:
-        raise InputError(f"cannot read {what} '{path}': {str(e)[:200]}") from None
-    if not isinstance(raw, dict):
-        raise InputError(f"{what} '{path}' is not a JSON object")
-    return raw
-
-
 def load_checkpoint_dir(path, name=None, source=None, hf_id=None, root=None) -> ModelSpec:
     """A folder with a config.json, and its safetensors checkpoint when it has one. Every file read
     must lie inside ``root`` (default: the folder itself)."""
-    from .checkpoints import checkpoint_fields, read_checkpoint
-    root = path if root is None else root
-    cfg_path = os.path.join(path, "config.json")
-    raw = read_config(cfg_path, root)
-    name = name or os.path.basename(os.path.abspath(path))
-    ckpt = read_checkpoint(path, root)
-    if ckpt is None:
-        return _spec(raw, name, source or cfg_path, hf_id)
-    config = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
-    fields, notes = checkpoint_fields(ckpt, {**raw, **config})
-    return _spec(raw, name, source or path, hf_id, fields=fields, extra_notes=notes, checkpoint=ckpt.summary())
+    return from_found(read_folder(path, name, source, hf_id, root))
+
+
+def from_found(f: Found) -> ModelSpec:
+    """The model a reader found (:class:`~vramsym.catalog.sources.Found`)."""
+    return _spec(f.config, f.name, f.source, f.hf_id, f.published, fields=f.fields, extra_notes=f.notes,
+                 checkpoint=f.checkpoint)
 
 
 def _spec(config: dict, name: str, source: str, hf_id=None, published=None, fields=None,
