@@ -178,9 +178,14 @@ def commands(iface) -> dict:
 
 # ---- handlers ----
 
-def _inputs(args, iface=None):
+def _inputs(args, iface=None) -> dict:
     """The inputs the flags give, by command-line name; one symbol given two different values
     (``--batch 1 --set b=2``) is an error."""
+    return _given_inputs(args, iface)[0]
+
+
+def _given_inputs(args, iface=None) -> tuple:
+    """(inputs by command-line name, the flag that gave each: ``--batch 4`` or ``--set b=4``)."""
     out = {k[3:]: v for k, v in vars(args).items() if k.startswith("in_") and v is not None}
     flag_of = {k: f"--{show(k)} {v}" for k, v in out.items()}
     names = {}
@@ -197,14 +202,14 @@ def _inputs(args, iface=None):
         by_symbol[sym] = k
         flag_of[k] = f"--set {item}"
         out[k] = v
-    args._flag_of = flag_of
-    return out
+    return out, flag_of
 
 
-def _warn_unused(r, inputs, args) -> None:
+def _warn_unused(r, args, iface) -> None:
     """A flag the chosen regime does not read changes nothing: say so (on stderr)."""
+    inputs, flag_of = _given_inputs(args, iface)
     for k in r.unused_inputs(inputs):
-        flag = getattr(args, "_flag_of", {}).get(k, k)
+        flag = flag_of.get(k, k)
         print(f"vramsym: warning: {flag} is ignored: regime {r.regime.regime} with these options does not "
               f"use {k}", file=sys.stderr)
     used = set(r.regime.used_options)
@@ -228,7 +233,7 @@ def cmd_estimate(args, voc):
     inputs, opts = _inputs(args, voc.iface), _options(args)
     capacity = vramsym.resolve_capacity(args.gpu)[0] if args.gpu else None
     r = vramsym.compile(model, args.regime, opts, formulas=args.formulas, vocabulary=voc)
-    _warn_unused(r, inputs, args)
+    _warn_unused(r, args, voc.iface)
     if capacity is not None:
         inputs = r.with_gpu(inputs, args.gpu)
     data = estimate_data(r.evaluate(inputs))
@@ -258,7 +263,7 @@ def cmd_solve(args, voc):
     model = vramsym.load_model(args.model, args.formulas)
     inputs = _inputs(args, voc.iface)
     r = vramsym.compile(model, args.regime, _options(args), formulas=args.formulas, vocabulary=voc)
-    _warn_unused(r, inputs, args)
+    _warn_unused(r, args, voc.iface)
     if args.target in ("min_gpus", "gpus"):
         return _solve_min_gpus(args, r, capacity, cap_desc, inputs)
     sol = r.solve(args.target, capacity, r.at_bound(r.with_gpu(inputs, args.gpu), args.bound))
@@ -491,7 +496,7 @@ def cmd_plot(args, voc):
         from vramsym.printers.plot import check_output
         check_output(args.output)
     r = vramsym.compile(model, args.regime, _options(args), formulas=args.formulas, vocabulary=voc)
-    _warn_unused(r, inputs, args)
+    _warn_unused(r, args, voc.iface)
     gpus = [(g, vramsym.resolve_capacity(g)[0]) for g in args.gpu]
     if gpus:
         inputs = r.with_gpu(inputs, gpus[0][0])
