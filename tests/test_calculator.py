@@ -129,7 +129,7 @@ def test_bad_inputs_are_said_not_computed(page_path, browser):
     for bad in ("0", "-3", "2.5", "1e-3", "abc", "1" * 41):
         shown, err = _set(browser, batch=bad)
         assert shown == "" and "batch must be a whole number" in err, (bad, shown, err)
-    # what the command line reads, the page reads (vramsym.engine.values): 1e3 is 1000
+    # what the command line reads, the page reads (vramsym.numbers): 1e3 is 1000
     shown, err = _set(browser, model="gpt2", regime="inference", precision="bf16", batch="1e3", seq="128")
     assert err == "" and shown == str(_engine("gpt2", "inference", "bf16", 1000, 128, 8).total_bytes)
 

@@ -256,9 +256,9 @@ def test_a_refused_link_shows_its_error_alone(hostile_page, browser):
 
 
 def test_the_page_reads_numbers_as_the_command_line(hostile_page, browser):
-    """The page's reader of numbers against vramsym.engine.values.to_fraction, and an accepted 40-digit
+    """The page's reader of numbers against vramsym.numbers.to_fraction, and an accepted 40-digit
     batch computed exactly."""
-    from vramsym.engine.values import NumberError, to_fraction
+    from vramsym.numbers import NumberError, to_fraction
     path = hostile_page[0]
     browser.get(path.as_uri() + BASE)
     texts = ["1", " 7 ", "1_000", "1e3", "2.50", ".5", "1.", "+3", "-4", "6/2", " 3 / 4 ", "3/0", "1e40", "1e41",

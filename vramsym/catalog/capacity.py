@@ -8,6 +8,7 @@ import re
 from fractions import Fraction
 
 from ..errors import InputError
+from ..numbers import NumberError, to_fraction, to_int_bytes  # noqa: F401 (to_int_bytes: re-exported)
 
 DECIMAL = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
 BINARY = {"KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
@@ -27,7 +28,6 @@ def parse_size(text: str) -> int:
     if unit not in _UNITS:
         raise InputError(f"unknown memory unit '{m.group(2)}' in '{text}': use B, KB, MB, GB, TB "
                          f"(powers of 10) or KiB, MiB, GiB, TiB (powers of 2)")
-    from ..engine.values import NumberError, to_fraction
     try:
         value = to_fraction(number) * _UNITS[unit]
     except NumberError as e:
@@ -59,4 +59,3 @@ def fmt_both(n, digits: int = 2) -> str:
     return f"{fmt_bytes(n, 'GiB', digits)} ({fmt_bytes(n, 'GB', digits)})"
 
 
-from ..engine.results import to_int_bytes  # noqa: E402,F401  (re-exported)

@@ -10,7 +10,7 @@ from fractions import Fraction
 
 from ..errors import InputError, suggest
 from .compiled import CHECKPOINT_FIELD
-from .values import NumberError, domain_problem, to_fraction
+from ..numbers import NumberError, domain_problem, to_fraction
 
 
 def exact(value, what: str, from_config: bool = False, domain: str = "posint"):

@@ -15,7 +15,7 @@ from math import gcd
 from ..errors import DoesNotFit, InputError, SolveError
 from .bind import bound_of
 from .inverse import smallest_fitting
-from .values import NumberError, to_fraction
+from ..numbers import NumberError, to_fraction
 
 #: the command-line names of a layout's degrees and the symbols they set
 DEGREES = ("tp", "pp", "cp", "ep")

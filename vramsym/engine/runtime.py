@@ -201,7 +201,6 @@ class Compiled:
 
     def _compare_weights(self, values, prov) -> str:
         """A note comparing the weights the headers give with what the formulas count."""
-        from .results import to_int_bytes
         filed = to_int_bytes(self.regime.parts(values)[[m["name"] for m in self.regime.components].index("weights")])
         inputs = {k: v for k, v in values.items() if prov.get(k) == "input" and self._weights_check.regime.symbol(k)}
         try:

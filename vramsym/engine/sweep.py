@@ -12,7 +12,7 @@ import math
 
 from ..errors import DoesNotFit, InputError, SolveError
 from .bind import bound_of
-from .values import NumberError, to_fraction
+from ..numbers import NumberError, to_fraction
 
 VARY = ("batch", "seq", "lora_rank", "gpus")
 MAX_POINTS = 4096          # evaluations of one curve at most (bounded work)
@@ -23,7 +23,7 @@ MAX_X = 10**15
 
 
 def _int(text, what: str) -> int:
-    """A flag's whole number, read as every number vramsym reads (vramsym.engine.values: at most
+    """A flag's whole number, read as every number vramsym reads (vramsym.numbers: at most
     40 significant digits and an exponent of at most 40), at least 1."""
     try:
         v = to_fraction(str(text))

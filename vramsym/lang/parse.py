@@ -13,6 +13,7 @@ from typing import List, Tuple
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
+from ..numbers import NumberError, to_fraction
 from . import ast as A
 from .diagnostics import MSG_BAD_UNIT_ONE, MSG_SYNTAX, Diagnostic
 
@@ -201,7 +202,6 @@ class _Builder(Transformer):
     # ---- expressions ----
     @v_args(meta=True)
     def number(self, meta, items):
-        from ..engine.values import NumberError, to_fraction
         text = str(items[0])
         try:
             value = to_fraction(text)

@@ -100,7 +100,7 @@ def _term_bytes(est, name: str, library) -> int:
     """A term that is not a component (its value at the estimate's binding), from the composition."""
     import sympy
     from ..engine.regimes import compose
-    from ..engine.results import to_int_bytes
+    from ..numbers import to_int_bytes
     import vramsym
     c = compose(library or vramsym.load_library(), est.regime, dict(est.options))
     v = c.expanded[name].xreplace({c.symbols[k]: sympy.Rational(x.numerator, x.denominator)

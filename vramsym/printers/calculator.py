@@ -17,7 +17,7 @@ The page's HTML template and its JavaScript app are files of their own, beside t
 when a page is built.
 
 The page reads its inputs, typed or from the link, as the command line reads its flags
-(vramsym.engine.values: a decimal or a ratio, at most 40 significant digits, an exponent of at
+(vramsym.numbers: a decimal or a ratio, at most 40 significant digits, an exponent of at
 most 40, then the symbol's domain and its declared bounds); a value the command line would
 refuse, or a model, regime, precision or GPU the page does not have, is said alone and nothing
 is computed.

@@ -45,7 +45,7 @@ function fromQuery() {
 }
 function showError(text) { $("error").textContent = text; }
 
-// a number as the command line reads one (vramsym.engine.values.to_fraction): a decimal or a
+// a number as the command line reads one (vramsym.numbers.to_fraction): a decimal or a
 // ratio, exact, at most 40 significant digits, an exponent of at most 40, 90 characters
 const MAX_DIGITS = 40, MAX_EXPONENT = 40n;
 const DECIMAL = /^\s*([+-]?)(\d[\d_]*)?(?:\.(\d*))?(?:[eE]([+-]?\d+))?\s*$/, RATIO = /^\s*([+-]?\d+)\s*\/\s*(\d+)\s*$/;
@@ -66,7 +66,7 @@ function readNumber(text) {
   if (e >= 0n) n *= 10n ** e; else d *= 10n ** -e;
   return Q.q(n, d);
 }
-// the symbol's domain, as vramsym.engine.values.domain_problem
+// the symbol's domain, as vramsym.numbers.domain_problem
 const WANT = {posint: "a whole number of at least 1", nonnegint: "a whole number of at least 0", posreal: "positive",
               nonnegreal: "at least 0", bool: "0 or 1 (false or true)"};
 function domainProblem(domain, v) {

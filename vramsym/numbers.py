@@ -1,4 +1,4 @@
-"""Input values as exact fractions, within bounds, and symbol domains.
+"""Exact numbers: input values as exact fractions within bounds, symbol domains, whole bytes.
 
 Every number vramsym reads from a user (a flag, a config.json field, a capacity) goes
 through :func:`to_fraction`: exact (a float by its shortest repr, a decimal string as
@@ -74,3 +74,9 @@ def domain_problem(domain: str, v: Fraction) -> str | None:
     if domain == "bool" and v not in (0, 1):
         return "0 or 1 (false or true)"
     return None
+
+
+def to_int_bytes(value) -> int:
+    """Round a byte figure up to a whole byte (memory is allocated in whole bytes)."""
+    n, d = value.numerator, value.denominator
+    return -((-n) // d)
