@@ -129,6 +129,7 @@ def _measure_case(rows, model, aname, rname, regime, opts, extra, b, s, real, li
     rows.append({"arch": aname, "regime": rname, "b": b, "s": s, "seconds": round(time.time() - t, 1),
                  "predicted": total["predicted_bytes"], "measured": total["measured_bytes"],
                  "error": None, "rel": total["relative_error"], "phase": res["measured_peak_phase"],
+                 "predicted_phase": res["predicted_peak_phase"],
                  "components": res["rows"], "torch": res["measurement"].get("torch_version"),
                  "transformers": res["measurement"].get("transformers_version")})
     print(f"{aname} | {rname} | b={b} s={s}: {total['relative_error'] * 100:+.2f}% "
@@ -273,14 +274,17 @@ def write(rows, path: Path):
     if failed:
         lines.append(f"- {len(failed)} case(s) could not be measured (the reason is in the table).")
     lines += ["", "## Cases", ""]
-    lines += ["| architecture | regime | b | s | predicted B | measured B | error | measured peak in |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += ["The predicted peak phase is the largest phase of the regime's timeline; the harness marks a step's "
+              "forward, backward and optimizer step (a prefill and decode steps), and each predicted phase lies in one "
+              "of them (`vramsym.measure.compare.MEASURED_AS`).", "",
+              "| architecture | regime | b | s | predicted B | measured B | error | predicted peak phase | measured peak in |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r.get("error"):
-            lines.append(f"| {r['arch']} | {r['regime']} | {r['b']} | {r['s']} | | | not measured: {r['error']} | |")
+            lines.append(f"| {r['arch']} | {r['regime']} | {r['b']} | {r['s']} | | | not measured: {r['error']} | | |")
         else:
             lines.append(f"| {r['arch']} | {r['regime']} | {r['b']} | {r['s']} | {r['predicted']:,} | {r['measured']:,} | "
-                         f"{r['rel'] * 100:+.2f}% | {r['phase']} |")
+                         f"{r['rel'] * 100:+.2f}% | {r.get('predicted_phase') or ''} | {r['phase']} |")
     lines += ["", "## Per-component errors", "",
               "| architecture | regime | b | s | component | predicted B | measured B | error |", "|---|---|---|---|---|---|---|---|"]
     for r in ok:
@@ -308,16 +312,17 @@ def rows_from_doc(path: Path) -> list:
     rows, by_key = [], {}
     for line in cases[0].splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) != 8 or not cells[2].isdigit():
+        if len(cells) not in (8, 9) or not cells[2].isdigit():
             continue
-        arch, regime, b, s_, pred, meas, err, phase = cells
+        arch, regime, b, s_, pred, meas, err, *phases = cells
+        pphase, phase = phases if len(phases) == 2 else ("", phases[0])
         key = (arch, regime, int(b), int(s_))
         if err.startswith("not measured: "):
             rows.append({"arch": arch, "regime": regime, "b": int(b), "s": int(s_), "error": err[len("not measured: "):]})
             continue
         p, mm = _num(pred), _num(meas)
         row = {"arch": arch, "regime": regime, "b": int(b), "s": int(s_), "predicted": p, "measured": mm,
-               "error": None, "rel": (p - mm) / mm if mm else 0.0, "phase": phase, "components": [],
+               "error": None, "rel": (p - mm) / mm if mm else 0.0, "phase": phase, "predicted_phase": pphase, "components": [],
                "torch": torch_v, "transformers": tf_v}
         rows.append(row)
         by_key[key] = row

@@ -30,17 +30,19 @@ TINY = {
 
 
 def predicted(model, gpus, zero, precision, batch, seq, checkpointing):
-    r = vramsym.compile(model, "train", {"precision": precision, "optimizer": "adamw",
+    """vramsym's per-GPU total and its peak phase."""
+    r = vramsym.compile(model, "train", {"precision": precision, "optimizer": "adamw", "overhead": "none",
                                          "checkpointing": "full" if checkpointing else "none"})
-    return r.evaluate(batch=batch, seq=seq, gpus=gpus, zero=zero).total_bytes
+    est = r.evaluate(batch=batch, seq=seq, gpus=gpus, zero=zero)
+    return est.total_bytes, est.peak_phase.name
 
 
 def case(model, cfg, gpus, zero, precision, batch, seq, checkpointing, fake):
     from vramsym.measure.distributed import measure_fsdp
     m = measure_fsdp(cfg, gpus=gpus, zero=zero, batch=batch, seq=seq, precision=precision,
                      checkpointing=checkpointing, fake=fake)
-    p = predicted(model, gpus, zero, precision, batch, seq, checkpointing)
-    return m["peak_bytes"], p
+    p, phase = predicted(model, gpus, zero, precision, batch, seq, checkpointing)
+    return m["peak_bytes"], p, phase, m["peak_phase"]
 
 
 def _gloo_rank(rank, world, cfg, port, out):
@@ -74,6 +76,8 @@ def gloo_check(cfg, out_lines=None):
             print(f"  {k:<16} gloo {a:>14,}  fake {b:>14,}")
 
 
+HEADER = ("| model | GPUs | ZeRO | precision | checkpointing | b | s | measured rank 0 (B) | vramsym (B) | error "
+          "| predicted peak phase | measured peak in |")
 FULL_SIZE = ["llama-3.2-1b", "qwen2.5-0.5b"]
 
 
@@ -82,12 +86,16 @@ def matrix(models, gpus, batch, seq, rows):
         for zero in (3, 2):
             for precision in ("fp32", "mixed_bf16", "bf16"):
                 for ckpt in (False, True):
-                    meas, pred = case(model, cfg, gpus, zero, precision, batch, seq, ckpt, fake=True)
+                    meas, pred, pphase, mphase = case(model, cfg, gpus, zero, precision, batch, seq, ckpt, fake=True)
                     row = (name, gpus, zero, precision.replace("_", "-"), "full" if ckpt else "none", batch, seq,
-                           meas, pred, (pred - meas) / meas)
+                           meas, pred, pphase, mphase, (pred - meas) / meas)
                     rows.append(row)
-                    print("| " + " | ".join(str(x) for x in row[:7]) + f" | {meas:,} | {pred:,} | "
-                          f"{100 * row[-1]:+.1f}% |", flush=True)
+                    print(_line(row), flush=True)
+
+
+def _line(r) -> str:
+    return ("| " + " | ".join(str(x) for x in r[:7]) + f" | {r[7]:,} | {r[8]:,} | {100 * r[11]:+.1f}% | "
+            f"{r[9]} | {r[10]} |")
 
 
 def tiny_models():
@@ -137,10 +145,11 @@ def write(path):
              "here: pipeline, context and expert parallelism, Megatron-style TP (vocabulary-parallel embedding, "
              "sequence parallelism), DeepSpeed, offload, and what "
              "no tensor holds (NCCL buffers, the CUDA context).", "",
-             "| model | GPUs | ZeRO | precision | checkpointing | b | s | measured rank 0 (B) | vramsym (B) | error |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "The peak phase: vramsym's largest phase of the training timeline, and the part of the measured step "
+             "(forward, backward, optimizer step) whose peak is the largest.", "",
+             HEADER, "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append("| " + " | ".join(str(x) for x in r[:7]) + f" | {r[7]:,} | {r[8]:,} | {100 * r[9]:+.1f}% |")
+        lines.append(_line(r))
     lines += tp_lines()
     with open(path, "w") as fh:
         fh.write("\n".join(lines) + "\n")
@@ -161,7 +170,8 @@ def tp_lines():
              "| model | tp | precision | b | s | measured rank 0 (B) | vramsym (B) | error |", "|---|---|---|---|---|---|---|---|"]
     for name, model, cfg, t, prec, b, s in cases:
         meas = measure_tensor_parallel(cfg, tp=t, batch=b, seq=s, precision=prec, fake=True)["peak_bytes"]
-        r = vramsym.compile(model, "train", {"precision": prec, "optimizer": "adamw", "tp_style": "dtensor"})
+        r = vramsym.compile(model, "train", {"precision": prec, "optimizer": "adamw", "tp_style": "dtensor",
+                                             "overhead": "none"})
         pred = r.evaluate(batch=b, seq=s, gpus=t, tp=t).total_bytes
         lines.append(f"| {name} | {t} | {prec} | {b} | {s} | {meas:,} | {pred:,} | {100 * (pred - meas) / meas:+.2f}% |")
         print(lines[-1], flush=True)
@@ -193,8 +203,8 @@ def main():
         models = {args.model: (m, dict(m.raw_config or m.config))}
     else:
         models = tiny_models()
-    print("| model | GPUs | ZeRO | precision | checkpointing | b | s | measured rank 0 (B) | vramsym (B) | error |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print(HEADER)
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     matrix(models, args.gpus, args.batch, args.seq, [])
 
 

@@ -26,7 +26,9 @@ process.stdin.on("end", () => {
   const failures = [];
   items.forEach((item, index) => {
     try {
-      katex.renderToString(item.tex, { throwOnError: true, displayMode: !!item.display, strict: "error" });
+      // maxExpand: a regime's export holds its total and each phase's total, every one expanded into
+      // declared symbols; KaTeX's default of 1000 macro expansions per item is a resource limit, not syntax
+      katex.renderToString(item.tex, { throwOnError: true, displayMode: !!item.display, strict: "error", maxExpand: 20000 });
     } catch (e) {
       failures.push({ index, tex: item.tex, error: String(e && e.message ? e.message : e) });
     }

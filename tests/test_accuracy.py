@@ -146,7 +146,7 @@ def test_checkpoint_ratio_picks_the_layer_count():
     eight = vramsym.estimate(model, "train", {"checkpointing": "full"}, {"batch": 1, "seq": 512, "checkpoint_layers": 8})
     none = vramsym.estimate(model, "train", {"checkpointing": "none"}, {"batch": 1, "seq": 512})
     full = vramsym.estimate(model, "train", {"checkpointing": "full"}, {"batch": 1, "seq": 512})
-    act = {n: next(c.bytes for c in e.components if c.name == "activations")
+    act = {n: next(c.bytes for c in e.all_components if c.name == "activations")
            for n, e in (("half", half), ("eight", eight), ("none", none), ("full", full))}
     assert act["half"] == act["eight"]
     assert act["full"] < act["half"] < act["none"]

@@ -119,9 +119,9 @@ def test_editing_a_stage_changes_the_answer(env, tmp_path):
     assert before[0] == 0, before
     regimes = pkg / "vramsym" / "engine" / "regimes.py"     # stage 4: every component counted twice
     text = regimes.read_text()
-    assert "return sympy.Add(*[self.expanded[c] for c in self.components if c not in self.host])" in text
-    regimes.write_text(text.replace("return sympy.Add(*[self.expanded[c] for c in self.components if c not in self.host])",
-                                    "return 2 * sympy.Add(*[self.expanded[c] for c in self.components])"))
+    assert "    top = chain[-1]\n    return Composed(" in text
+    regimes.write_text(text.replace("    top = chain[-1]\n    return Composed(",
+                                    "    total = 2 * total\n    top = chain[-1]\n    return Composed("))
     after = _run(ARGV, env, cwd=tmp_path, pkg_parent=pkg)
     assert after[0] == 0, after
     assert json.loads(after[1])["total_bytes"] == 2 * json.loads(before[1])["total_bytes"]

@@ -23,7 +23,10 @@ def test_solve_max_batch_main_command(capsys):
     assert d["total_bytes"] <= 24 * 10**9 < d["next_total_bytes"]
     # every component is named in the estimate at the answer
     names = {c["name"] for c in d["estimate"]["components"]}
-    assert {"weights", "kv_cache", "prefill_activations", "logits", "runtime_overhead"} <= names
+    assert {"weights", "kv_cache", "prefill_activations", "runtime_overhead"} <= names
+    # the logits are alive after the layers' intermediates: another phase than the peak (prefill)
+    assert d["estimate"]["peak_phase"] == "prefill"
+    assert "logits" in next(p for p in d["estimate"]["phases"] if p["name"] == "logits")["components"]
     assert "GiB" in out and "GB" in out
     assert "regime inference" in out and "precision=bf16" in out and "kv_dtype=auto" in out
 

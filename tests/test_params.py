@@ -10,7 +10,7 @@ from vramsym.catalog.models import catalog
 def params(lib, name):
     m = vramsym.load_model(name)
     est = vramsym.estimate(m, "inference", {"precision": "fp32"}, {"batch": 1, "seq": 1}, library=lib)
-    return next(c for c in est.components if c.name == "weights").bytes // 4
+    return next(c for c in est.all_components if c.name == "weights").bytes // 4
 
 
 # Published exact counts (model cards / safetensors metadata as quoted in the issue tracker).

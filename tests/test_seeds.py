@@ -11,7 +11,7 @@ from helpers import lib_text
 
 
 def comp(est, name):
-    return next(c for c in est.components if c.name == name).bytes
+    return next(c for c in est.all_components if c.name == name).bytes
 
 
 def test_seed1_llama7b_kv_cache_b64(lib):

@@ -7,7 +7,7 @@ GIB = 2**30
 
 def _kv_budget(est):
     """vLLM's available KV memory: utilization x what CUDA reports - (weights + peak + non-torch)."""
-    comp = {c.name: c.bytes for c in est.components}
+    comp = {c.name: c.bytes for c in est.all_components}
     v = est.binding.values
     requested = v["C_cuda"] * v["gpu_util"]
     return requested - comp["weights"] - comp["vllm_rope_cache"] - comp["vllm_profile_activations"] - comp["vllm_non_torch"]
@@ -20,7 +20,7 @@ def test_vllm_kv_budget_matches_llm_d_measured_h100_figures(lib):
     m = vramsym.load_model("llama-3.1-8b")
     r = vramsym.compile(m, "vllm", library=lib)
     est = r.evaluate(r.with_gpu({"batch": 1, "seq": 16000}, "h100-sxm-80gb"))
-    comp = {c.name: c.bytes for c in est.components}
+    comp = {c.name: c.bytes for c in est.all_components}
     assert round(est.binding.values["C_cuda"] / GIB, 2) == 79.18
     assert abs((comp["weights"] + comp["vllm_rope_cache"]) / GIB - 14.99) < 0.01
     assert abs(comp["vllm_profile_activations"] / GIB - 4.76) < 0.1
@@ -51,7 +51,7 @@ def test_vllm_max_concurrency_matches_vllm_block_accounting(lib):
 def test_vllm_tensor_parallel_splits_kv_and_counts_nccl(lib):
     m = vramsym.load_model("llama-3.1-70b")
     one = vramsym.solve("max_batch", "h100-sxm-80gb", m, "vllm", inputs={"seq": 8192, "tp": 4}, library=lib)
-    comp = {c.name: c.bytes for c in one.estimate.components}
+    comp = {c.name: c.bytes for c in one.estimate.all_components}
     assert comp["vllm_non_torch"] == 590558003                           # 0.55 GiB with NCCL at TP > 1
     assert comp["weights"] < 2 * 70.6e9 / 4 * 1.01                       # a quarter of the weights per GPU
     eight = vramsym.solve("max_batch", "h100-sxm-80gb", m, "vllm", inputs={"seq": 8192, "tp": 8}, library=lib)
@@ -70,5 +70,5 @@ def test_a100_80gb_takes_vllm_small_defaults(lib):
 def test_vllm_blocks_round_up_per_request(lib):
     m = vramsym.load_model("llama-3.1-8b")
     one = vramsym.estimate(m, "vllm", inputs={"batch": 1, "seq": 17, "capacity": 80 * 10**9}, library=lib)
-    kv = next(c for c in one.components if c.name == "vllm_kv_cache").bytes
+    kv = next(c for c in one.all_components if c.name == "vllm_kv_cache").bytes
     assert kv == 2 * 16 * 2 * 8 * 128 * 2 * 32                          # 17 tokens take two blocks

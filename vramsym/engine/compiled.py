@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-FORMAT = 4
+FORMAT = 5
 
 
 def compile_regime(lib, composed) -> dict:
@@ -55,9 +55,14 @@ def compile_regime(lib, composed) -> dict:
         t = lib.terms[c]
         comps.append({"name": c, "func": funcs[c], "description": t.description,
                       "unit": "byte" if t.share else lib.units.get(c, "byte"),
-                      "signed": bool(t.signed), "host": bool(t.host),
+                      "host": bool(t.host),
                       "sources": list(t.sources), "definition": str(composed.definitions[c]),
                       "formula": str(composed.expanded[c])})
+    # the timeline: each phase with the components alive in it and the function of its total
+    # (None when the regime has one phase: its total is the regime's)
+    from ..printers.codegen import PHASE_KEY
+    phases = [{"name": p.name, "description": p.description, "components": list(p.components),
+               "func": funcs.get(PHASE_KEY + p.name)} for p in composed.phases]
     used = used_options(lib, composed)
     used += sorted(p for p, d in lib.presets.items()      # a preset is in effect when what it sets is
                    if any(o in used for _, assigns, _ in d.cases for o, _, _ in assigns))
@@ -69,7 +74,7 @@ def compile_regime(lib, composed) -> dict:
     return {"format": FORMAT, "regime": composed.regime, "description": composed.description,
             "chain": list(composed.chain), "options": [list(kv) for kv in composed.options],
             "used_options": sorted(used), "checkpoint_options": from_ckpt, "overridden": list(composed.overridden),
-            "args": list(prep.args), "symbols": symbols, "components": comps, "total": funcs["total"],
+            "args": list(prep.args), "symbols": symbols, "components": comps, "phases": phases, "total": funcs["total"],
             "params": funcs.get("P"), "code": code}
 
 
@@ -162,7 +167,7 @@ class CompiledRegime:
 
     __slots__ = ("data", "regime", "description", "options", "used_options", "symbols", "args",
                  "components", "overridden", "_total", "_parts", "_params", "defaults", "code_object", "_alias",
-                 "bounds", "checks", "ranges", "checkpoint_options")
+                 "bounds", "checks", "ranges", "checkpoint_options", "phases", "_phase_funcs")
 
     def __init__(self, data: dict):
         if data.get("format") != FORMAT:
@@ -190,6 +195,8 @@ class CompiledRegime:
         self.overridden = tuple(data["overridden"])
         self._total = ns[data["total"]]
         self._parts = tuple(ns[c["func"]] for c in data["components"])
+        self.phases = data["phases"]
+        self._phase_funcs = tuple(ns[p["func"]] if p["func"] else self._total for p in self.phases)
         self._params = ns[data["params"]] if data.get("params") else None
         self.defaults = {n: ns["_default_" + n] for n, m in self.symbols.items() if m["default"] is not None}
         self.bounds = {(n, k): ns[f"_{k}_{n}"] for n, m in self.symbols.items() for k in BOUNDS if k in m}
@@ -214,6 +221,11 @@ class CompiledRegime:
     def total(self, values):
         """The exact total: an ``int``, or a ``Fraction`` when it is not whole."""
         return self._total(*[values[a] for a in self.args])
+
+    def phase_totals(self, values):
+        """The exact total of each phase (``self.phases`` order); the total is the largest."""
+        a = self._args(values)
+        return [f(*a) for f in self._phase_funcs]
 
     def parts(self, values):
         a = self._args(values)

@@ -24,6 +24,20 @@ def regime_chain(lib: Library, name: str) -> List[A.RegimeDef]:
     return [lib.regimes[n] for n in regime_names(interface_of(lib), name)]
 
 
+#: the name of the one phase of a regime that declares none
+IMPLICIT_PHASE = ("all", "every component alive at once (the regime declares no phases)")
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One phase of a regime's timeline: ``components`` are every component alive in it (those no
+    phase names, then its own), in the regime's order; ``own`` are the terms the phase names."""
+    name: str
+    description: str
+    components: Tuple[str, ...]
+    own: Tuple[str, ...]
+
+
 @dataclass(frozen=True)
 class Composed:
     regime: str
@@ -36,11 +50,15 @@ class Composed:
     symbols: Dict[str, sympy.Symbol]    # every declared symbol
     overridden: Tuple[str, ...]        # names given by a `let` in this regime chain
     host: Tuple[str, ...] = ()         # components in host (CPU) memory: not part of the GPU total
+    phases: Tuple[Phase, ...] = ()     # the timeline: the total is the largest phase total
+    phase_totals: Dict[str, sympy.Expr] = None   # phase name -> its GPU total over declared symbols
+    total: sympy.Expr = None           # the GPU total: the largest phase total (host components apart)
 
     @property
-    def total(self) -> sympy.Expr:
-        """The GPU total: every component but the host ones."""
-        return sympy.Add(*[self.expanded[c] for c in self.components if c not in self.host])
+    def static(self) -> Tuple[str, ...]:
+        """The components no phase names: alive in every phase."""
+        own = {c for p in self.phases for c in p.own}
+        return tuple(c for c in self.components if c not in own)
 
     def free_symbols(self) -> List[str]:
         names = set()
@@ -57,17 +75,27 @@ def compose(lib: Library, name: str, options: Mapping[str, str] = (),
     """Compose regime ``name``; ``config`` is the model's config, read by options declared ``from``."""
     chain = regime_chain(lib, name)
     opts = resolve_options(interface_of(lib), name, dict(options), config)
-    components: List[str] = []
+    added: List[str] = []
+    phase_defs: Dict[str, Tuple[str, List[str]]] = {}    # name -> (description, own terms), in order
     lets: Dict[str, A.Let] = {}
     for r in chain:
         for comp, _ in r.add:
-            if comp not in components:
-                components.append(comp)
-        for comp, _ in r.drop:
-            if comp in components:
-                components.remove(comp)
+            if comp not in added:
+                added.append(comp)
+        for ph in r.phases:          # a child's phase of the same name replaces its parent's
+            phase_defs[ph.name] = (ph.description, list(dict.fromkeys(t for t, _ in ph.terms)))
+        for comp, _ in r.drop:       # drop removes a term everywhere
+            if comp in added:
+                added.remove(comp)
+            for _, own in phase_defs.values():
+                if comp in own:
+                    own.remove(comp)
         for let in r.lets:
             lets[let.name] = let
+    # components: the added terms (in order), then the phases' terms no `add` named
+    components: List[str] = list(added)
+    for _, own in phase_defs.values():
+        components += [t for t in own if t not in components]
     symbols = {n: make_symbol(d) for n, d in lib.symbols.items()}
 
     # Which names are definitions (terms and overrides) rather than free symbols.
@@ -116,19 +144,44 @@ def compose(lib: Library, name: str, options: Mapping[str, str] = (),
 
     for n in definitions:
         expand(n)
-    # a `share` component is a fraction of the regime's other GPU components (e.g. allocator slack)
+    host = tuple(c for c in components if c in lib.terms and lib.terms[c].host)
     shares = [c for c in components if c in lib.terms and lib.terms[c].share]
-    if shares:
-        rest = sympy.Add(*[expanded[c] for c in components
-                           if c not in shares and not (c in lib.terms and lib.terms[c].host)])
-        for c in shares:
-            expanded[c] = expanded[c] * rest
+    named = {t for _, own in phase_defs.values() for t in own}
+    static = [c for c in components if c not in named]
+    if not phase_defs:
+        phase_defs = {IMPLICIT_PHASE[0]: (IMPLICIT_PHASE[1], [])}
+    phases = tuple(Phase(n, d, tuple(c for c in components if c not in named or c in own), tuple(own))
+                   for n, (d, own) in phase_defs.items())
+
+    def gpu_sum(names):
+        return sympy.Add(*[expanded[c] for c in names if c not in shares and c not in host])
+
+    # the total is the largest phase total: the components alive in every phase, plus the
+    # largest of the phases' own terms
+    fracs = {c: expanded[c] for c in shares}
+    if len(phases) == 1:
+        peak = gpu_sum(components)
+    else:
+        peak = gpu_sum(static) + sympy.Max(*[gpu_sum(p.own) for p in phases])
+    # a `share` component is a fraction of the regime's other GPU components (e.g. allocator
+    # slack): of those of the peak phase
+    for c in shares:
+        expanded[c] = fracs[c] * peak
+    if len(phases) == 1:
+        total = sympy.Add(*[expanded[c] for c in components if c not in host])
+        phase_totals = {phases[0].name: total}
+    else:
+        total = peak + sympy.Add(*[expanded[c] for c in shares])
+        phase_totals = {}
+        for p in phases:
+            rest = gpu_sum(p.components)
+            phase_totals[p.name] = rest + sympy.Add(*[fracs[c] * rest for c in shares])
     top = chain[-1]
     return Composed(regime=name, description=top.description, chain=tuple(r.name for r in chain),
                     options=tuple(sorted(opts.items())), components=tuple(components),
                     definitions=definitions, expanded=expanded, symbols=symbols,
-                    overridden=tuple(sorted(lets)),
-                    host=tuple(c for c in components if c in lib.terms and lib.terms[c].host))
+                    overridden=tuple(sorted(lets)), host=host, phases=phases, phase_totals=phase_totals,
+                    total=total)
 
 
 def used_options(lib: Library, composed: Composed) -> List[str]:

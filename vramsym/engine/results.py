@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from ..numbers import to_int_bytes  # noqa: F401 (the estimate's sizes; re-exported for its readers)
 
+from fractions import Fraction
+
 
 class Binding:
     __slots__ = ("values", "provenance")
@@ -17,11 +19,10 @@ class Binding:
 
 
 class Component:
-    __slots__ = ("name", "description", "unit", "exact", "sources", "definition", "formula", "signed", "host")
+    __slots__ = ("name", "description", "unit", "exact", "sources", "definition", "formula", "host")
 
     def __init__(self, meta, exact):
         self.name, self.description, self.unit = meta["name"], meta["description"], meta["unit"]
-        self.signed = meta.get("signed", False)
         self.host = meta.get("host", False)     # host (CPU) memory, outside the GPU total
         self.sources, self.definition, self.formula = tuple(meta["sources"]), meta["definition"], meta["formula"]
         self.exact = exact
@@ -34,13 +35,32 @@ class Component:
         return f"Component({self.name}={self.bytes:,} B)"
 
 
+class PhaseTotal:
+    """One phase of the regime's timeline at these inputs: its exact total and the names of the
+    components alive in it."""
+    __slots__ = ("name", "description", "exact", "components")
+
+    def __init__(self, meta, exact):
+        self.name, self.description = meta["name"], meta["description"]
+        self.components = tuple(meta["components"])
+        self.exact = exact
+
+    @property
+    def bytes(self) -> int:
+        return to_int_bytes(self.exact)
+
+    def __repr__(self):
+        return f"PhaseTotal({self.name}={self.bytes:,} B)"
+
+
 class Estimate:
     """The memory of one configuration. ``total_bytes`` (int) is what the CLI prints."""
-    __slots__ = ("compiled", "model", "binding", "exact_total", "notes", "_components")
+    __slots__ = ("compiled", "model", "binding", "exact_total", "notes", "_components", "_phases")
 
     def __init__(self, compiled, model, binding, exact_total, notes=()):
         self.compiled, self.model, self.binding = compiled, model, binding
         self.exact_total, self.notes, self._components = exact_total, tuple(notes), None
+        self._phases = None
 
     regime = property(lambda self: self.compiled.regime)
     description = property(lambda self: self.compiled.description)
@@ -52,15 +72,36 @@ class Estimate:
         return to_int_bytes(self.exact_total)
 
     @property
-    def components(self):
+    def all_components(self):
+        """Every component of the regime, whatever phase it is alive in."""
         if self._components is None:
             parts = self.compiled.parts(self.binding.values)
             comps = tuple(Component(m, v) for m, v in zip(self.compiled.components, parts))
             self._components = comps
-            if any(c.exact < 0 and not c.signed for c in comps):
+            if any(c.exact < 0 for c in comps):
                 from .runtime import negative
                 negative(self)
         return self._components
+
+    @property
+    def phases(self):
+        """The regime's timeline: every phase with its total (the total is the largest)."""
+        if self._phases is None:
+            totals = self.compiled.phase_totals(self.binding.values)
+            self._phases = tuple(PhaseTotal(m, Fraction(v)) for m, v in zip(self.compiled.phases, totals))
+        return self._phases
+
+    @property
+    def peak_phase(self) -> PhaseTotal:
+        """The phase whose total is the total (the first one declared, on a tie)."""
+        top = max(p.exact for p in self.phases)
+        return next(p for p in self.phases if p.exact == top)
+
+    @property
+    def components(self):
+        """The components alive in the peak phase: their GPU ones sum to the total."""
+        alive = set(self.peak_phase.components)
+        return tuple(c for c in self.all_components if c.name in alive)
 
     def at_bound(self, which: str) -> int:
         """The total with every run-time range this estimate took by default (CUDA context,
@@ -89,7 +130,8 @@ class Estimate:
         return {k: v for k, v in self.binding.values.items() if self.binding.provenance[k] == "input"}
 
     def component(self, name: str) -> Component:
-        for c in self.components:
+        """A component by name, in the peak phase or not."""
+        for c in self.all_components:
             if c.name == name:
                 return c
         raise KeyError(name)

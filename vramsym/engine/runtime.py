@@ -355,8 +355,8 @@ class Compiled:
 
 def negative(est):
     """A total below zero is never an answer: say which component made it so, and for what inputs."""
-    bad = [c for c in est.components if c.exact < 0 and not c.signed] or \
-        sorted(est.components, key=lambda c: c.exact)[:1]
+    bad = [c for c in est.all_components if c.exact < 0] or \
+        sorted(est.all_components, key=lambda c: c.exact)[:1]
     ins = ", ".join(f"{k}={v}" for k, v in sorted(est.inputs.items())) or "no inputs"
     c = bad[0]
     raise InputError(f"the {est.regime} total is negative ({est.total_bytes:,} B): the term {c.name} "

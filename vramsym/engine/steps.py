@@ -36,11 +36,19 @@ def _rat(v) -> sympy.Rational:
 
 def _definition_steps(lib, composed) -> List[Step]:
     from ..lang.build import placeholder
-    steps = [Step("definition", f"Regime '{composed.regime}': {composed.description}", lhs="M",
-                  expr=sympy.Add(*[placeholder(c) for c in composed.components if c not in composed.host],
-                                 evaluate=False),
-                  note="chain: " + " -> ".join(composed.chain) + "; options: " +
-                       ", ".join(f"{k}={v}" for k, v in composed.options))]
+    gpu = [c for c in composed.components if c not in composed.host]
+    note = "chain: " + " -> ".join(composed.chain) + "; options: " + ", ".join(f"{k}={v}" for k, v in composed.options)
+    if len(composed.phases) > 1:
+        # the timeline: the components alive in every phase, plus the largest of the phases' own terms
+        static = [placeholder(c) for c in composed.static if c not in composed.host]
+        own = [sympy.Add(*[placeholder(c) for c in p.own], evaluate=False) if p.own else sympy.Integer(0)
+               for p in composed.phases]
+        expr = sympy.Add(*static, sympy.Max(*own, evaluate=False), evaluate=False)
+        note += "; phases (the max, in order): " + "; ".join(
+            f"{p.name}: {', '.join(p.own) or 'nothing more'} ({p.description})" for p in composed.phases)
+    else:
+        expr = sympy.Add(*[placeholder(c) for c in gpu], evaluate=False)
+    steps = [Step("definition", f"Regime '{composed.regime}': {composed.description}", lhs="M", expr=expr, note=note)]
     for name, d in composed.definitions.items():
         t = lib.terms.get(name)
         desc = t.description if t else f"override of {name} in this regime"
@@ -79,17 +87,26 @@ def derivation_steps(result, lib) -> List[Step]:
         steps.append(Step("substitution", "Values", value={k: (values[k], prov[k]) for k in sorted(values)}))
         for c in est.components:
             steps.append(Step("result", c.description, lhs=c.name, value=c.exact))
-        steps.append(Step("result", "Total", lhs="M", value=est.exact_total))
+        if len(est.phases) > 1:
+            for p in est.phases:
+                steps.append(Step("result", f"phase {p.name}: {p.description}" +
+                                  (" (the peak)" if p.name == est.peak_phase.name else ""),
+                                  lhs=f"M_{p.name}", value=p.exact))
+        steps.append(Step("result", "Total" + (f" (the peak phase, {est.peak_phase.name})" if len(est.phases) > 1 else ""),
+                          lhs="M", value=est.exact_total))
         return steps
     name = sol.variable
     x = composed.symbols[name]
     rest = {k: v for k, v in values.items() if k != name}
     steps.append(Step("substitution", f"Values (all but {name})",
                       value={k: (rest[k], prov[k]) for k in sorted(rest)}))
-    f = composed.total.xreplace({composed.symbols[k]: _rat(v) for k, v in rest.items()})
+    # the solve works on the peak: the closed form is that of the phase whose total is the answer's
+    peak = composed.phase_totals[est.peak_phase.name] if len(composed.phases) > 1 else composed.total
+    f = peak.xreplace({composed.symbols[k]: _rat(v) for k, v in rest.items()})
     lo = 1 if lib.symbols[name].domain == "posint" else 0
     fe, root = closed_form(f, x, sol.capacity_bytes, lo)
-    steps.append(Step("simplification", f"Total as a function of {name}", lhs=f"M({name})", expr=fe))
+    steps.append(Step("simplification", f"Total as a function of {name}" + (
+        f" (the peak phase, {est.peak_phase.name})" if len(composed.phases) > 1 else ""), lhs=f"M({name})", expr=fe))
     if root is not None and int(sympy.floor(root)) != sol.value:
         root = None     # the real root does not floor to the answer (a step in the total): no closed form
     how = "closed form, confirmed by the exact integer search" if root is not None else sol.method

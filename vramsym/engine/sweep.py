@@ -80,9 +80,12 @@ def curve(r, vary: str, xs: list, inputs: dict, capacities=()) -> dict:
     name = _check_vary(r, vary, inputs)
     _check_declared(r, name, vary, xs, inputs)
     ests = [r.evaluate(dict(inputs, **{vary: x})) for x in xs]
-    names = [c.name for c in ests[0].components if not c.host]
-    comps = {n: [e.component(n).bytes for e in ests] for n in names}
+    # at each x the components of that x's peak phase (0 where the peak is another phase): they sum to the total
+    alive = [{c.name: c.bytes for c in e.components if not c.host} for e in ests]
+    names = [c.name for c in ests[0].all_components if not c.host and any(c.name in a for a in alive)]
+    comps = {n: [a.get(n, 0) for a in alive] for n in names}
     data = {"vary": vary, "x": xs, "components": {n: v for n, v in comps.items() if any(v)},
+            "peak_phase": [e.peak_phase.name for e in ests],
             "total_bytes": [e.total_bytes for e in ests], "regime": r.regime.regime,
             "model": r.model.name if r.model is not None else "", "inputs": {k: str(v) for k, v in inputs.items()},
             "options": dict(ests[0].options), "capacities": []}

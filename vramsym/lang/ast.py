@@ -196,7 +196,6 @@ class TermDef:
     span: Span
     sources: Tuple[str, ...] = ()
     latex: Optional[str] = None
-    signed: bool = False                # may be negative (an overlap subtracted from a sum)
     host: bool = False                  # host (CPU) memory: a component outside the GPU total
     share: bool = False                 # a fraction of the regime's other GPU components
 
@@ -205,6 +204,16 @@ class TermDef:
 class Let:
     name: str
     expr: Expr
+    span: Span
+
+
+@dataclass(frozen=True)
+class Phase:
+    """A phase of a regime's timeline: the terms alive in it besides the regime's components
+    that no phase names (alive in every phase)."""
+    name: str
+    description: str
+    terms: Tuple[Tuple[str, Span], ...]
     span: Span
 
 
@@ -220,6 +229,7 @@ class RegimeDef:
     options: Tuple[Tuple[str, str, Span], ...] = ()
     sources: Tuple[str, ...] = ()
     labels: Tuple[str, ...] = ()
+    phases: Tuple[Phase, ...] = ()      # declared or redefined here, in order
 
 
 @dataclass(frozen=True)

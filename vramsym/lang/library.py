@@ -386,7 +386,18 @@ def _check_regimes(lib: Library, diags, check_expr, declared) -> None:
     for r in lib.regimes.values():
         if r.extends is not None and r.extends not in lib.regimes:
             diags.append(Diagnostic(r.span, "name", MSG_UNKNOWN_REGIME.format(name=r.extends)))
-        for name, span in r.add + r.drop:
+        seen_phases = set()
+        for ph in r.phases:
+            if ph.name in seen_phases:
+                diags.append(Diagnostic(ph.span, "definition", f"regime '{r.name}' declares the phase '{ph.name}' twice"))
+            seen_phases.add(ph.name)
+            for name, span in ph.terms:
+                if name in lib.terms and (lib.terms[name].host or lib.terms[name].share):
+                    kind = "host" if lib.terms[name].host else "share"
+                    diags.append(Diagnostic(span, "definition", f"the component '{name}' is declared {kind}: it is "
+                                            f"alive in every phase, add it to the regime instead of the phase '{ph.name}'"))
+        phase_terms = [t for ph in r.phases for t in ph.terms]
+        for name, span in r.add + r.drop + tuple(phase_terms):
             if name not in lib.terms:
                 diags.append(Diagnostic(span, "name", MSG_UNKNOWN_COMPONENT.format(name=name)))
             elif name in declared and lib.terms[name].share:

@@ -105,9 +105,6 @@ class _Builder(Transformer):
     def attr_divides(self, items):
         return ("divides", str(items[0]))
 
-    def attr_signed(self, items):
-        return ("signed", True)
-
     def attr_host(self, items):
         return ("host", True)
 
@@ -142,10 +139,9 @@ class _Builder(Transformer):
         name, expr, unit, desc, *attrs = items
         sources = tuple(v for k, v in attrs if k == "sources")
         latex = next((v for k, v in attrs if k == "latex"), None)
-        signed = any(k == "signed" for k, _ in attrs)
         host = any(k == "host" for k, _ in attrs)
         share = any(k == "share" for k, _ in attrs)
-        return A.TermDef(str(name), expr, unit, self._str(desc), self._span(meta), sources, latex, signed, host, share)
+        return A.TermDef(str(name), expr, unit, self._str(desc), self._span(meta), sources, latex, host=host, share=share)
 
     @v_args(meta=True)
     def regime_def(self, meta, items):
@@ -155,11 +151,18 @@ class _Builder(Transformer):
         if rest and isinstance(rest[0], Token) and rest[0].type == "NAME":
             extends = str(rest.pop(0))
         desc = self._str(rest.pop(0))
-        add, drop, lets, opts, sources, labels = [], [], [], [], [], []
+        add, drop, lets, opts, sources, labels, phases = [], [], [], [], [], [], []
         for kind, value in rest:
-            {"add": add, "drop": drop, "let": lets, "set": opts, "source": sources, "label": labels}[kind].extend(value)
+            {"add": add, "drop": drop, "let": lets, "set": opts, "source": sources, "label": labels,
+             "phase": phases}[kind].extend(value)
         return A.RegimeDef(name, extends, desc, self._span(meta), tuple(add), tuple(drop),
-                           tuple(lets), tuple(opts), tuple(sources), tuple(labels))
+                           tuple(lets), tuple(opts), tuple(sources), tuple(labels), tuple(phases))
+
+    @v_args(meta=True)
+    def phase_def(self, meta, items):
+        name, desc, *terms = items
+        return ("phase", [A.Phase(str(name), self._str(desc), tuple((str(t), self._tspan(t)) for t in terms),
+                                  self._span(meta))])
 
     def regime_label(self, items):
         return ("label", [str(items[0])])

@@ -117,8 +117,36 @@ def _row_adder(rows: List[Dict]):
     return row
 
 
-def _comp(est, *names) -> int:
+# The harness measures a step in the phases its code can mark (a forward, a backward, an optimizer
+# step; a prefill and decode steps); each predicted phase lies inside one of them.
+MEASURED_AS = {"forward": "forward", "backward_start": "backward", "recompute_first": "backward",
+               "backward_end": "backward", "recompute_last": "backward", "backward_top": "backward",
+               "optimizer": "optimizer", "optimizer_step": "optimizer", "prefill": "prefill", "logits": "prefill",
+               "decode": "decode"}
+
+
+def _peak_phases(est, measured: Optional[str]) -> Dict:
+    """The predicted peak phase, the measured phase it lies in, and the measured peak phase."""
+    predicted = est.peak_phase.name if est.peak_phase is not None else None
+    return {"predicted_peak_phase": predicted,
+            "predicted_peak_phase_measured_as": MEASURED_AS.get(predicted, predicted),
+            "measured_peak_phase": MEASURED_AS.get(measured, measured)}
+
+
+def _phase_note(phases: Dict, where: str = "") -> str:
+    same = phases["predicted_peak_phase_measured_as"] == phases["measured_peak_phase"]
+    return (f"peak phase: predicted {phases['predicted_peak_phase']}, measured {phases['measured_peak_phase']}"
+            + ("" if same else " (differ)") + (f"; {where}" if where else ""))
+
+
+def _peak(est, *names) -> int:
+    """The predicted bytes of these components in the predicted peak phase (0 for one not alive there)."""
     return sum(c.bytes for c in est.components if c.name in names)
+
+
+def _comp(est, *names) -> int:
+    """The predicted bytes of these components, whatever phase they are alive in."""
+    return sum(c.bytes for c in est.all_components if c.name in names)
 
 
 def compare(model, regime: str = "inference", options: Optional[Mapping[str, str]] = None,
@@ -168,11 +196,12 @@ def compare(model, regime: str = "inference", options: Optional[Mapping[str, str
         row("activations", _comp(est, "prefill_activations", "logits"),
             at_peak.get("activations_excluding_kv_cache", 0), "live intermediates at the peak")
         row("inputs", _comp(est, "input_ids"), at_peak.get("other", 0))
-    row("total (peak)", est.total_bytes, m["peak_bytes"], f"measured peak in {m.get('peak_phase')}")
-    return {"model": model.name, "regime": regime, "options": {k: v for k, v in est.options if k in est.used_options},
+    phases = _peak_phases(est, m.get("peak_phase"))
+    row("total (peak)", est.total_bytes, m["peak_bytes"], _phase_note(phases))
+    return {**phases, "model": model.name, "regime": regime, "options": {k: v for k, v in est.options if k in est.used_options},
             "inputs": {"batch": args["batch"], "seq": args["seq"]}, "measure_args": {k: v for k, v in args.items()},
             "rows": rows, "predicted_total_bytes": est.total_bytes, "measured_peak_bytes": m["peak_bytes"],
-            "measured_peak_phase": m.get("peak_phase"), "measurement": m}
+            "measurement": m}
 
 
 def _compare_fsdp(model, est, regime: str, lay: dict, fake: bool) -> Dict:
@@ -198,15 +227,17 @@ def _compare_fsdp(model, est, regime: str, lay: dict, fake: bool) -> Dict:
     cat = m["categories_at_peak"]
     rows: List[Dict] = []
     row = _row_adder(rows)
-    row("parameters", _comp(est, "weights_train"),
+    row("parameters", _peak(est, "weights_train", "zero3_gathered", "zero2_unsharded", "fsdp_root_unsharded"),
         cat.get("sharded_param", 0) + cat.get("unsharded_param", 0) + cat.get("all_gather", 0),
         "sharded, unsharded and all-gather buffers at the peak")
     row("optimizer_states", _comp(est, "optimizer_states", "master_weights"), cat.get("opt", 0))
-    row("total (peak)", est.total_bytes, m["peak_bytes"], f"rank 0 of {lay['gpus']}, fake process group")
-    return {"model": model.name, "regime": regime, "options": {k: v for k, v in est.options if k in est.used_options},
+    phases = _peak_phases(est, m["peak_phase"])
+    row("total (peak)", est.total_bytes, m["peak_bytes"],
+        _phase_note(phases, f"rank 0 of {lay['gpus']}, fake process group"))
+    return {**phases, "model": model.name, "regime": regime, "options": {k: v for k, v in est.options if k in est.used_options},
             "inputs": {"batch": b, "seq": s}, "layout": lay, "measure_args": {"gpus": lay["gpus"], "zero": lay["zero"]},
             "rows": rows, "predicted_total_bytes": est.total_bytes, "measured_peak_bytes": m["peak_bytes"],
-            "measured_peak_phase": "FSDPMemTracker peak of the second step", "measurement": m}
+            "measurement": m}
 
 
 def _compare_tp(model, est, regime: str, lay: dict, fake: bool) -> Dict:
@@ -229,8 +260,10 @@ def _compare_tp(model, est, regime: str, lay: dict, fake: bool) -> Dict:
     row = _row_adder(rows)
     row("parameters", _comp(est, "weights_train"), cat.get("param", 0), "one tensor-parallel shard")
     row("optimizer_states", _comp(est, "optimizer_states", "master_weights"), cat.get("opt", 0))
-    row("total (peak)", est.total_bytes, m["peak_bytes"], f"rank 0 of {lay['tp']}, fake process group")
-    return {"model": model.name, "regime": regime, "options": {k: v for k, v in est.options if k in est.used_options},
+    phases = _peak_phases(est, m["peak_phase"])
+    row("total (peak)", est.total_bytes, m["peak_bytes"],
+        _phase_note(phases, f"rank 0 of {lay['tp']}, fake process group"))
+    return {**phases, "model": model.name, "regime": regime, "options": {k: v for k, v in est.options if k in est.used_options},
             "inputs": {"batch": b, "seq": s}, "layout": lay, "measure_args": {"tp": lay["tp"]},
             "rows": rows, "predicted_total_bytes": est.total_bytes, "measured_peak_bytes": m["peak_bytes"],
-            "measured_peak_phase": "MemTracker peak of the second step", "measurement": m}
+            "measurement": m}

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import contextlib
 
+from .tracker import restart_peak
+
 
 def _fake_group(world_size: int):
     import torch.distributed as dist
@@ -62,24 +64,54 @@ def _build(hf_cfg, dtype, attention: str):
         torch.set_default_dtype(old)
 
 
-def _peak_of_second_step(model, ids, opts, tracker) -> dict:
-    """Run two training steps under ``tracker`` (statistics reset after the first, when the
-    optimizer states exist); the peak's bytes by the tracker's kind, and ``total``."""
-    with tracker:
-        for step in range(2):
-            model(input_ids=ids, labels=ids).loss.backward()
-            for o in opts:
-                o.step()
-                o.zero_grad()
-            if step == 0:
-                tracker.reset_mod_stats()
+def _decoder_layers(model):
+    """The model's decoder layers: its ``nn.ModuleList`` with one entry per hidden layer
+    (``model.model.layers`` in Llama-style code, ``transformer.h`` in GPT-2's)."""
+    import torch
+    n = model.config.num_hidden_layers
+    for module in model.modules():
+        if isinstance(module, torch.nn.ModuleList) and len(module) == n:
+            return module
+    raise ValueError(f"no list of {n} decoder layers in {type(model).__name__}")
+
+
+def _by_kind(snap: dict) -> dict:
     by_kind = {}
-    for d in tracker.get_tracker_snapshot("peak").values():
+    for d in snap.values():
         for k, v in d.items():
             name = str(k).split(".")[-1].lower()
             by_kind[name] = by_kind.get(name, 0) + int(v)
     by_kind.setdefault("total", sum(by_kind.values()))
     return by_kind
+
+
+def _peak_of_second_step(model, ids, opts, tracker) -> dict:
+    """Run two training steps under ``tracker`` (statistics reset after the first, when the
+    optimizer states exist); the peak's bytes by the tracker's kind, ``total``, and ``phases``:
+    the peak of the second step's forward, backward and optimizer step, each measured alone."""
+    phases = {}
+    with tracker:
+        for step in range(2):
+            if step == 1:
+                tracker.reset_mod_stats()
+                restart_peak(tracker)
+            loss = model(input_ids=ids, labels=ids).loss
+            if step == 1:
+                phases["forward"] = _by_kind(tracker.get_tracker_snapshot("peak"))
+                restart_peak(tracker)
+            loss.backward()
+            del loss
+            if step == 1:
+                phases["backward"] = _by_kind(tracker.get_tracker_snapshot("peak"))
+                restart_peak(tracker)
+            for o in opts:
+                o.step()
+                o.zero_grad()
+            if step == 1:
+                phases["optimizer"] = _by_kind(tracker.get_tracker_snapshot("peak"))
+    peak = max(phases, key=lambda p: phases[p]["total"])
+    return {"peak_phase": peak, "phases": {p: k["total"] for p, k in phases.items()},
+            "categories_at_peak": phases[peak], "categories_by_phase": phases}
 
 
 def measure_fsdp(config: dict, *, gpus: int, zero: int, batch: int, seq: int, precision: str = "mixed_bf16",
@@ -106,7 +138,7 @@ def measure_fsdp(config: dict, *, gpus: int, zero: int, batch: int, seq: int, pr
         model = _build(hf_cfg, dtype, attention)
         if checkpointing:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        layers = model.model.layers
+        layers = _decoder_layers(model)
         for layer in layers:
             fully_shard(layer, mesh=mesh, reshard_after_forward=zero == 3, mp_policy=mp)
         fully_shard(model, mesh=mesh, reshard_after_forward=zero == 3, mp_policy=mp)
@@ -116,10 +148,11 @@ def measure_fsdp(config: dict, *, gpus: int, zero: int, batch: int, seq: int, pr
         ids = torch.randint(0, hf_cfg.vocab_size, (batch, seq))
         tracker = FSDPMemTracker(model, opt)
         tracker.track_inputs((ids,))
-        by_kind = _peak_of_second_step(model, ids, [opt], tracker)
+        step = _peak_of_second_step(model, ids, [opt], tracker)
+    by_kind = dict(step["categories_at_peak"])
     total = by_kind.pop("total")
-    return {"peak_bytes": total, "categories_at_peak": by_kind, "gpus": gpus, "zero": zero, "precision": precision,
-            "fake": fake}
+    return {"peak_bytes": total, "categories_at_peak": by_kind, "peak_phase": step["peak_phase"],
+            "phases": step["phases"], "categories_by_phase": step["categories_by_phase"], "gpus": gpus, "zero": zero, "precision": precision, "fake": fake}
 
 
 TP_PLAN = {"self_attn.q_proj": "colwise", "self_attn.k_proj": "colwise", "self_attn.v_proj": "colwise",
@@ -152,7 +185,7 @@ def measure_tensor_parallel(config: dict, *, tp: int, batch: int, seq: int, prec
     mode = FakeTensorMode() if fake else contextlib.nullcontext()
     with mode, _untracked_sharding_propagation(), _cuda_kernel_patches():
         model = _build(hf_cfg, dtype, attention)
-        for layer in model.model.layers:
+        for layer in _decoder_layers(model):
             parallelize_module(layer, mesh, plan)
         model.train()
         sharded = [p for p in model.parameters() if isinstance(p, DTensor)]
@@ -161,6 +194,8 @@ def measure_tensor_parallel(config: dict, *, tp: int, batch: int, seq: int, prec
         ids = torch.randint(0, hf_cfg.vocab_size, (batch, seq))
         tracker = MemTracker()
         tracker.track_external(model, *opts)
-        by_kind = _peak_of_second_step(model, ids, opts, tracker)
+        step = _peak_of_second_step(model, ids, opts, tracker)
+    by_kind = dict(step["categories_at_peak"])
     total = by_kind.pop("total")
-    return {"peak_bytes": total, "categories_at_peak": by_kind, "tp": tp, "precision": precision, "fake": fake}
+    return {"peak_bytes": total, "categories_at_peak": by_kind, "peak_phase": step["peak_phase"],
+            "phases": step["phases"], "tp": tp, "precision": precision, "fake": fake}

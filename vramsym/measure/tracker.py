@@ -55,6 +55,12 @@ def _cache_tensors(cache) -> list:
     return out
 
 
+def restart_peak(mt) -> None:
+    """Make a MemTracker's peak its current memory, so the next peak read is the coming phase's."""
+    mt._peak_mem_snap = mt.get_tracker_snapshot()
+    mt._peak_mem = {d: s["Total"] for d, s in mt._peak_mem_snap.items()}
+
+
 def _make_tracker_class():
     from torch.distributed._tools.mem_tracker import MemTracker
 
@@ -65,8 +71,7 @@ def _make_tracker_class():
         peak_probe: Any = None
 
         def reset_peak(self) -> None:
-            self._peak_mem_snap = self.get_tracker_snapshot()
-            self._peak_mem = {d: s["Total"] for d, s in self._peak_mem_snap.items()}
+            restart_peak(self)
             self.peak_probe = self.probe() if self.probe else None
 
         def _track_module_params_and_buffers(self, module, install_grad_hooks: bool = True):

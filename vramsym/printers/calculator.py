@@ -54,7 +54,7 @@ def build_data(models=None, voc=None) -> tuple[dict, str]:
     from ..engine.bind import bind
     from ..engine.regimes import compose
     from ..engine.runtime import compile as _compile, vocabulary
-    from .codegen import js_exact, prepare
+    from .codegen import PHASE_KEY, js_exact, prepare
     voc = voc or vocabulary()
     lib = voc.load_library()
     names = list(models) if models else [m["name"] for m in vramsym.catalog_models()]
@@ -73,7 +73,8 @@ def build_data(models=None, voc=None) -> tuple[dict, str]:
                     gid = f"g{len(groups)}"
                     composed = compose(lib, regime, dict(r.regime.options))
                     prep = prepare(composed, lib)
-                    comps = [e for e in prep.entries if e.key != "total"]
+                    comps = [e for e in prep.entries if e.key != "total" and not e.key.startswith(PHASE_KEY)]
+                    index = {e.key: i for i, e in enumerate(comps)}
                     host = set(composed.host)
                     meta = {m["name"]: m for m in r.regime.components}
                     bounds = {}
@@ -90,7 +91,12 @@ def build_data(models=None, voc=None) -> tuple[dict, str]:
                                                    "host": e.key in host,
                                                    "definition": meta.get(e.key, {}).get("definition", ""),
                                                    "formula": meta.get(e.key, {}).get("formula", ""),
-                                                   "sources": list(e.sources)} for e in comps]}
+                                                   "sources": list(e.sources)} for e in comps],
+                                   # the timeline: the page's total is the largest phase total, the sum
+                                   # of the components alive in the phase (indices into components)
+                                   "phases": [{"name": ph.name, "description": ph.description,
+                                               "components": [index[c] for c in ph.components]}
+                                              for ph in composed.phases]}
                     funcs.append("(a) => [\n" + ",\n".join(js_exact(e.expr) for e in comps) + "]")
                 g = groups[key]
                 no_default = tuple(s for s in free.values() if r.regime.symbols[s]["default"] is None)

@@ -40,6 +40,10 @@ from ..lang.diagnostics import InputError, suggest
 TARGETS = ("python", "numpy", "javascript", "c", "json", "latex")
 
 
+#: the key of a phase's total among a prepared regime's entries: ``phase:<name>``
+PHASE_KEY = "phase:"
+
+
 @dataclass(frozen=True)
 class Entry:
     key: str             # "total" or a term name
@@ -106,8 +110,16 @@ def prepare(composed, lib, binding_values: Optional[Mapping[str, object]] = None
     regime = composed.regime
     entries: List[Entry] = []
     if term is None:
-        entries.append(Entry("total", f"{regime}_total", composed.total.xreplace(subs),
-                             composed.description, "byte", ()))
+        phases = composed.phases or ()
+        desc = composed.description
+        if len(phases) > 1:
+            desc += " (the largest phase total: " + ", ".join(p.name for p in phases) + ")"
+        entries.append(Entry("total", f"{regime}_total", composed.total.xreplace(subs), desc, "byte", ()))
+        if len(phases) > 1:      # each phase's total: its components, the ones alive in every phase with its own
+            for ph in phases:
+                entries.append(Entry(PHASE_KEY + ph.name, f"{regime}_phase_{ph.name}",
+                                     composed.phase_totals[ph.name].xreplace(subs),
+                                     f"phase {ph.name}: {ph.description}", "byte", ()))
         keys = list(composed.components)
     else:
         if term not in composed.expanded:
@@ -551,7 +563,10 @@ def _latex(p: Prepared, lib) -> str:
     lines = ["% " + ln for ln in _header_lines(p, lib, "latex")]
     rows = []
     for e in p.entries:
-        lhs = "M" if e.key == "total" else name_latex(lib, e.key)
+        if e.key.startswith(PHASE_KEY):
+            lhs = r"M_{\mathrm{" + e.key[len(PHASE_KEY):].replace("_", r"\_") + "}}"
+        else:
+            lhs = "M" if e.key == "total" else name_latex(lib, e.key)
         args = ", ".join(name_latex(lib, a) for a in p.args)
         parts = split_add(e.expr, lib)
         lhs_full = rf"{lhs}\left({args}\right)" if args else lhs

@@ -237,8 +237,12 @@ def blocks(result, lib) -> List[Block]:
     for note in est.notes:
         out.append(Para([_t("Note: " + note)]))
 
-    comps = [c.name for c in est.components if not c.host]          # the GPU total
-    host = [c.name for c in est.components if c.host]
+    comps = [c.name for c in est.all_components if not c.host]          # the GPU total
+    host = [c.name for c in est.all_components if c.host]
+    phases = est.phases
+    common = set.intersection(*[set(p.components) for p in phases]) if phases else set()
+    st_phases = [_PhaseOwn(p.name, p.description, [c for c in p.components if c not in common and c in comps])
+                 for p in phases]
     term_steps = _reachable_terms(steps, comps + host)
     section = 0
 
@@ -251,9 +255,21 @@ def blocks(result, lib) -> List[Block]:
         k = st.kind
         if k == "definition":
             head("Regime definition")
-            rhs = " + ".join(name_latex(lib, c) for c in comps) if comps else P.doprint(st.expr)
-            out.append(Para([_t("The total is the sum of the regime's components:")]))
-            out.append(Display([(M, "= " + rhs)]))
+            if len(phases) > 1:
+                static = [c for c in comps if not any(c in p.own for p in st_phases)]
+                owns = [" + ".join(name_latex(lib, c) for c in p.own) or "0" for p in st_phases]
+                rhs = " + ".join(name_latex(lib, c) for c in static) + r" + \max\left(" + ", ".join(owns) + r"\right)"
+                out.append(Para([_t("The job is a timeline of phases; the total is the largest phase total: the "
+                                    "components alive in every phase, plus the largest of the phases' own terms:")]))
+                out.append(Display([(M, "= " + rhs)]))
+                out.append(Para([_t("The phases, in the order of the maximum: ")] + _join(
+                    [[_c(p.name), _t(f" ({p.description}): ")] + (_join([[_m(name_latex(lib, c))] for c in p.own])
+                                                                 if p.own else [_t("nothing more")])
+                     for p in st_phases], "; ") + [_t(".")]))
+            else:
+                rhs = " + ".join(name_latex(lib, c) for c in comps) if comps else P.doprint(st.expr)
+                out.append(Para([_t("The total is the sum of the regime's components:")]))
+                out.append(Display([(M, "= " + rhs)]))
             if host:
                 out.append(Para([_t("Host (CPU) memory, outside the GPU total: ")] +
                                 _join([[_m(name_latex(lib, c))] for c in host]) + [_t(".")]))
@@ -354,6 +370,11 @@ def blocks(result, lib) -> List[Block]:
     for c in est.components:
         if not c.host:
             rows.append([[_m(name_latex(lib, c.name))], [_t(c.description)]] + [[p] for p in _size_cells(c.exact)])
+    if len(phases) > 1:
+        for p in phases:
+            peak = " (the peak: the components above)" if p.name == est.peak_phase.name else ""
+            rows.append([[_m(r"M_{\mathrm{" + p.name.replace("_", r"\_") + "}}")],
+                         [_t(f"phase {p.name}: {p.description}{peak}")]] + [[c] for c in _size_cells(p.exact)])
     rows.append([[_m(M)], [_t("total (GPU)")]] + [[p] for p in _size_cells(est.exact_total)])
     for c in est.components:
         if c.host:
@@ -369,6 +390,14 @@ def blocks(result, lib) -> List[Block]:
     else:
         out.append(Para([_t("Total: ")] + _sizes(est.exact_total) + [_t(".")]))
     return out
+
+
+@dataclass(frozen=True)
+class _PhaseOwn:
+    """A phase as a derivation shows it: the terms alive in it beyond those of every phase."""
+    name: str
+    description: str
+    own: List[str]
 
 
 def _size_cells(v: Fraction) -> List[Tuple[str, str]]:

@@ -72,16 +72,11 @@ def curve(data: dict, path: str, unit: str = "GiB", log: bool = False) -> None:
     scale = UNITS[unit]
     xs = [float(x) for x in data["x"]]       # exact below 2^53 (sweep.MAX_X); numpy takes no bigger int
     fig, ax = plt.subplots(figsize=(9, 5.5))
-    names = [n for n, v in data["components"].items() if min(v) >= 0]
-    below = [n for n, v in data["components"].items() if min(v) < 0]
+    names = list(data["components"])      # at each x, the components of its peak phase: they sum to the total
     if names:
         ax.stackplot(xs, *[[b / scale for b in data["components"][n]] for n in names],
                      labels=[plain(n) for n in names], alpha=0.85)
     totals = [t / scale for t in data["total_bytes"]]
-    if below:     # terms below zero (not alive together): the band between the stack and the total
-        tops = [sum(data["components"][n][i] for n in names) / scale for i in range(len(xs))]
-        ax.fill_between(xs, totals, tops, facecolor="white", edgecolor="black", hatch="//", linewidth=0,
-                        alpha=0.9, label=plain(f"{', '.join(below)}: not alive together (subtracted)"))
     ax.plot(xs, totals, color="black", linewidth=2, label="total", marker="o" if len(xs) == 1 else None)  # one point: a dot
     colors = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"]
     for i, c in enumerate(data["capacities"]):
@@ -99,7 +94,7 @@ def curve(data: dict, path: str, unit: str = "GiB", log: bool = False) -> None:
     if log:
         ax.set_xscale("log", base=2)
     ax.set_xlim(*((xs[0], xs[-1]) if xs[-1] > xs[0] else (xs[0] / 1.5, xs[0] * 1.5)))   # one point: around it
-    stack = [sum(v[i] for v in data["components"].values() if min(v) >= 0) for i in range(len(xs))]
+    stack = [sum(v[i] for v in data["components"].values()) for i in range(len(xs))]
     top = max([max(data["total_bytes"]), max(stack)] + [c["capacity_bytes"] for c in data["capacities"]]) / scale
     ax.set_ylim(0, top * 1.08)
     ax.set_title(_title(data), fontsize=10, parse_math=False)

@@ -15,12 +15,15 @@ def estimate_data(est) -> dict:
              "share": 0.0 if c.host or not total else float(c.exact / total), "definition": c.definition,
              "formula": c.formula, "sources": list(c.sources), "host": c.host} for c in est.components]
     used = set(est.used_options)
+    peak = est.peak_phase
+    phases = [{"name": p.name, "description": p.description, "total_bytes": p.bytes, "components": list(p.components)}
+              for p in est.phases]
     return {"model": est.model, "regime": est.regime, "description": est.description, "params": est.params,
             "options": {k: show(v) for k, v in est.options if k in used},
             "inputs": {k: str(v) for k, v in sorted(est.inputs.items())},
             "total_bytes": est.total_bytes, "low_bytes": est.low_bytes, "high_bytes": est.high_bytes,
             "ranges": _ranges(est), "host_bytes": est.host_bytes, "layout": _layout(est),
-            "components": rows, "notes": list(est.notes)}
+            "components": rows, "phases": phases, "peak_phase": peak.name, "notes": list(est.notes)}
 
 
 def _ranges(est) -> dict:
@@ -65,6 +68,10 @@ def print_estimate(data: dict, unit: str | None, out, capacity: int | None = Non
     for n in data["notes"]:
         print(f"note: {n}", file=out)
     rows = data["components"]
+    phases = data.get("phases") or []
+    if len(phases) > 1:
+        peak = next(p for p in phases if p["name"] == data["peak_phase"])
+        print(f"peak phase: {peak['name']} ({peak['description']}); the components alive in it:", file=out)
     w = max([len(r["name"]) for r in rows] + [5])
     fw = min(44, max([len(r.get("definition", "")) for r in rows] + [7]))
     cols = ["GiB", "GB"] if unit is None else [unit]
@@ -80,6 +87,11 @@ def print_estimate(data: dict, unit: str | None, out, capacity: int | None = Non
         if not r.get("host"):
             line(r["name"], r.get("definition", ""), r["bytes"], f"{r['share'] * 100:5.1f}%", r["description"])
     line("total", "", data["total_bytes"], "100.0%")
+    if len(phases) > 1:
+        u = unit or "GiB"
+        print("phase totals: " + ", ".join(f"{p['name']} {fmt_bytes(p['total_bytes'], u)}"
+                                           + (" (peak)" if p["name"] == data["peak_phase"] else "")
+                                           for p in phases), file=out)
     host = [r for r in rows if r.get("host")]
     if host and data["host_bytes"]:
         print("host (CPU) memory of each GPU's process, not in the GPU total:", file=out)

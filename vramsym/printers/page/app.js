@@ -108,10 +108,17 @@ function compute() {
     if (b.min !== undefined && Q.lt(a[g.free[alias]], FUNCS[b.min](a))) throw new Error(alias + " must be at least " + show(FUNCS[b.min](a)) + ", got " + inputs[alias]);
   }
   const parts = FUNCS[g.function](a);
-  let total = [0n, 1n];
-  g.components.forEach((c, i) => { if (!c.host) total = Q.ad(total, parts[i]); });
+  // the timeline: each phase's total is the sum of the components alive in it; the total is the
+  // largest (the first phase declared, on a tie), and the breakdown is that peak phase's
+  let total = null, peak = null;
+  g.phases.forEach((p) => {
+    let t = [0n, 1n];
+    p.components.forEach((i) => { if (!g.components[i].host) t = Q.ad(t, parts[i]); });
+    if (total === null || Q.gt(t, total)) { total = t; peak = p; }
+  });
   if (total[0] < 0n) throw new Error("the total is negative: the inputs are outside what the formulas describe");
-  return {cfg, g, a, inputs, parts: parts.map(Q.bytes), exact: parts, total: Q.bytes(total)};
+  const alive = new Set(peak.components);
+  return {cfg, g, a, inputs, parts: parts.map(Q.bytes), exact: parts, total: Q.bytes(total), peak, alive};
 }
 
 function chart(res, capacity) {
@@ -122,7 +129,7 @@ function chart(res, capacity) {
   let x = 10;
   res.g.components.forEach((c, i) => {
     const b = res.parts[i];
-    if (c.host || b <= 0n) return;
+    if (c.host || b <= 0n || !res.alive.has(i)) return;
     const r = document.createElementNS(NS, "rect");
     const w = scale(b);
     r.setAttribute("x", x); r.setAttribute("y", 20); r.setAttribute("width", Math.max(w, 0.5)); r.setAttribute("height", 50);
@@ -170,10 +177,12 @@ function render() {
   $("fit").textContent = (head >= 0n ? "fits " : "does not fit ") + visible(gpu.name) + " (" + capacity.toLocaleString("en-US") +
     " B), headroom " + head.toLocaleString("en-US") + " B";
   $("fit").className = head >= 0n ? "fits" : "over";
-  $("regime-description").textContent = res.g.description;
+  $("regime-description").textContent = res.g.description + (res.g.phases.length > 1
+    ? " Peak phase: " + res.peak.name + " (" + res.peak.description + "); the components alive in it:" : "");
   const body = $("breakdown").tBodies[0], der = $("derivation").tBodies[0], vals = $("values").tBodies[0];
   body.textContent = ""; der.textContent = ""; vals.textContent = "";
   res.g.components.forEach((c, i) => {
+    if (!res.alive.has(i)) return;
     const b = res.parts[i];
     const tr = document.createElement("tr");
     cell(tr, c.name + (c.host ? " (host memory)" : ""));
