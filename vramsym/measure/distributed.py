@@ -67,10 +67,9 @@ def _build(hf_cfg, dtype, attention: str):
 def _decoder_layers(model):
     """The model's decoder layers: its ``nn.ModuleList`` with one entry per hidden layer
     (``model.model.layers`` in Llama-style code, ``transformer.h`` in GPT-2's)."""
-    import torch
     n = model.config.num_hidden_layers
     for module in model.modules():
-        if isinstance(module, torch.nn.ModuleList) and len(module) == n:
+        if type(module).__name__ == "ModuleList" and len(module) == n:
             return module
     raise ValueError(f"no list of {n} decoder layers in {type(model).__name__}")
 
