@@ -231,3 +231,40 @@ def test_number_format_aliases():
         assert dtypes.explain(name)["name"] == key, name
     with pytest.raises(Exception, match="unknown number format '_comment'"):
         dtypes.explain("_comment")
+
+
+# ---- the attention kernel a model gets ----
+
+def _supports_sdpa(model_type):
+    """transformers' own answer: the modeling file's ``_supports_sdpa`` (None without a file)."""
+    import re
+    transformers = pytest.importorskip("transformers")
+    path = os.path.join(os.path.dirname(transformers.__file__), "models", model_type, f"modeling_{model_type}.py")
+    if not os.path.exists(path):
+        return None
+    found = re.findall(r"_supports_sdpa = (True|False)", open(path, encoding="utf-8").read())
+    return None if not found else found[0] == "True"
+
+
+def test_default_attention_kernel_is_the_one_transformers_runs():
+    # a class with _supports_sdpa = False runs eager (Gemma-2: soft-capping); architectures.json says which
+    arch = load("architectures.json")
+    for mt, entry in arch.items():
+        if mt.startswith("_") or mt == "default" or not isinstance(entry, dict) or entry.get("rules_only"):
+            continue
+        sdpa = _supports_sdpa(mt)
+        if sdpa is None:
+            continue
+        kernel = entry.get("arch_attention_kernel", arch["default"]["arch_attention_kernel"])
+        assert kernel == ("sdpa" if sdpa else "eager"), mt
+
+
+def test_the_default_kernel_reaches_the_estimate_and_a_flag_overrides_it():
+    import vramsym
+    gemma = vramsym.load_model("gemma-2-9b")
+    eager = vramsym.estimate(gemma, "lora", {}, {"batch": 1, "seq": 2048})
+    sdpa = vramsym.estimate(gemma, "lora", {"attention": "sdpa"}, {"batch": 1, "seq": 2048})
+    assert dict(eager.options)["attention"] == "eager" and dict(sdpa.options)["attention"] == "sdpa"
+    assert eager.total_bytes > sdpa.total_bytes          # the b n s^2 scores eager keeps for backward
+    llama = vramsym.estimate(vramsym.load_model("llama-3.2-1b"), "inference", {}, {"batch": 1, "seq": 128})
+    assert dict(llama.options)["attention"] == "sdpa"
