@@ -71,6 +71,8 @@ def measure_args(est, regime: str, fake: bool, decode_steps: int, model=None) ->
             lora = {"r": int(est.binding.values["r"]), "alpha": 16, "target_modules": targets}
         args = dict(mode="train", batch=b, seq=s, precision=prec, optimizer=opt, attention=opts["attention"],
                     checkpointing=opts["checkpointing"] == "full", lora=lora, fake=fake)
+        if opts.get("loop", "trainer") != "trainer":
+            args["loop"] = opts["loop"]
         k, layers = est.binding.values.get("L_ck"), est.binding.values.get("L")
         if args["checkpointing"] and k is not None and k != layers:
             args["checkpoint_layers"] = int(k)

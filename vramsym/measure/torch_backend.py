@@ -57,6 +57,7 @@ def measure(config: dict, *, mode: str,
             checkpoint_layers: int | None = None,
             grad_accum: int = 1,
             quant: str | None = None,
+            loop: str = "trainer",
             ) -> dict:
     """Measure the tensor memory of one training step or one prefill+decode run.
 
@@ -135,7 +136,7 @@ def measure(config: dict, *, mode: str,
                                           optimizer=optimizer, attention=attention,
                                           checkpointing=checkpointing, lora=lora,
                                           checkpoint_layers=checkpoint_layers, grad_accum=grad_accum,
-                                          quant=quant)
+                                          quant=quant, loop=loop)
                 return _measure_inference(hf_cfg, batch=batch, seq=seq, precision=precision,
                                           attention=attention, lora=lora,
                                           decode_steps=decode_steps,

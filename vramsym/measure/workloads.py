@@ -27,7 +27,10 @@ def _make_optimizer(name: str, params):
 
 
 def _measure_train(hf_cfg, *, batch, seq, precision, optimizer, attention, checkpointing, lora,
-                   checkpoint_layers=None, grad_accum=1, quant=None):
+                   checkpoint_layers=None, grad_accum=1, quant=None, loop="trainer"):
+    """One training step after an untracked one. ``loop="manual"``: the loop people write by hand
+    (``outputs = model(**batch); outputs.loss.backward()``), whose ``outputs`` keep the logits
+    until the next forward replaces them; ``"trainer"``: Trainer's, which keeps the loss only."""
     import torch
 
     param_dtype = torch.bfloat16 if precision == "bf16" else torch.float32
@@ -54,9 +57,13 @@ def _measure_train(hf_cfg, *, batch, seq, precision, optimizer, attention, check
     else:
         autocast = contextlib.nullcontext
 
+    kept = []                       # --loop manual: the previous step's outputs, alive until replaced
+
     def forward():
         with autocast():
             out = model(input_ids=ids, labels=labels, use_cache=False)
+        if loop == "manual":
+            kept[:] = [out]         # assigned when the forward returns, as `outputs = model(...)` does
         return out.loss
 
     # Iteration 1 (untracked): creates the optimizer states lazily.
