@@ -47,13 +47,18 @@ def test_warm_equals_cold(env, argv):
     assert cold[0] == 0
 
 
-def test_warm_path_does_not_import_sympy(env):
-    _run(ARGV, env)
+@pytest.mark.parametrize("argv", [ARGV, CASES[2]], ids=["estimate", "solve"])
+def test_warm_path_does_not_import_sympy(env, argv):
+    """A cached answer imports none of sympy, pint and lark (tests/test_imports.py: their imports
+    sit behind the cache miss's gate)."""
+    _run(argv, env)
     code = ("import sys, runpy; sys.argv = ['vramsym'] + %r\n"
             "try:\n    runpy.run_module('vramsym.cli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-            "print('SYMPY' if 'sympy' in sys.modules else 'NOSYMPY', file=sys.stderr)") % (ARGV,)
+            "print('SYMPY' if 'sympy' in sys.modules else 'NOSYMPY', file=sys.stderr)\n"
+            "print('heavy:', sorted(m for m in ('sympy', 'pint', 'lark') if m in sys.modules), file=sys.stderr)") % (argv,)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert "NOSYMPY" in r.stderr, r.stderr
+    assert "heavy: []" in r.stderr, r.stderr
 
 
 def test_cache_is_private_data(env):

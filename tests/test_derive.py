@@ -1,4 +1,4 @@
-"""Derivations (vramsym.printers.derivation): every regime renders, every equation parses
+"""Derivations (vramsym.printers.derive.derivation): every regime renders, every equation parses
 with KaTeX, and two golden files pin the full text.
 
 Regenerate the golden files with ``VRAMSYM_UPDATE_GOLDEN=1 python -m pytest tests/test_derive.py``
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import vramsym
-from vramsym.printers import derivation
+from vramsym.printers.derive import derivation
 from vramsym.printers.latex import name_latex
 
 from katex_util import katex_failures, latex_math, markdown_math

@@ -20,7 +20,7 @@ import sympy
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import vramsym
-from vramsym.printers import export
+from vramsym.printers.codegen import export
 from vramsym.printers.codegen import prepare
 from vramsym.engine.regimes import used_options
 

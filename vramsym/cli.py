@@ -11,10 +11,16 @@ import json
 import os
 import sys
 from enum import IntEnum
+from types import SimpleNamespace
 
 import vramsym
+from vramsym.catalog.capacity import fmt_bytes
+from vramsym.engine.sweep import _int
 from vramsym.errors import DoesNotFit, InputError, SolveError, VramError
 from vramsym.flags import Flag, UsageError, parse, prescan, print_usage_error, show
+from vramsym.printers import plot
+from vramsym.printers.report import (estimate_data, print_advice, print_estimate, print_min_gpus, print_solution,
+                                     solution_data, with_capacity)
 from vramsym.terminal import ShownStream
 
 
@@ -228,7 +234,6 @@ def _print_json(data) -> None:
 
 
 def cmd_estimate(args, voc):
-    from vramsym.printers.report import estimate_data, print_estimate, with_capacity
     model = vramsym.load_model(args.model, args.formulas)
     inputs, opts = _inputs(args, voc.iface), _options(args)
     capacity = vramsym.resolve_capacity(args.gpu)[0] if args.gpu else None
@@ -258,7 +263,6 @@ def cmd_estimate(args, voc):
 
 
 def cmd_solve(args, voc):
-    from vramsym.printers.report import print_solution, solution_data
     capacity, cap_desc = vramsym.resolve_capacity(args.gpu)
     model = vramsym.load_model(args.model, args.formulas)
     inputs = _inputs(args, voc.iface)
@@ -276,7 +280,6 @@ def cmd_solve(args, voc):
 
 
 def _solve_min_gpus(args, r, capacity, cap_desc, inputs):
-    from vramsym.printers.report import estimate_data, print_min_gpus
     res = vramsym.min_gpus(r, capacity, inputs)
     est, lay = res["best"]
     data = {"variable": "gpus", "value": lay["gpus"], "layout": lay, "total_bytes": est.total_bytes,
@@ -294,7 +297,6 @@ def _solve_min_gpus(args, r, capacity, cap_desc, inputs):
 
 
 def cmd_fit(args, voc):
-    from vramsym.catalog.capacity import fmt_bytes
     capacity, desc = vramsym.resolve_capacity(args.gpu)
     model = vramsym.load_model(args.model, args.formulas)
     unit = args.unit or "GiB"
@@ -471,7 +473,6 @@ def cmd_check(args, voc):
 
 
 def cmd_advise(args, voc):
-    from vramsym.printers.report import print_advice
     capacity, cap_desc = vramsym.resolve_capacity(args.gpu)
     model = vramsym.load_model(args.model, args.formulas)
     res = vramsym.advise(model, args.regime, _options(args), _inputs(args, voc.iface), args.gpu,
@@ -487,14 +488,12 @@ _PLOT_TO = {"batch": "64", "seq": "131072", "lora_rank": "256", "gpus": "64"}
 
 
 def cmd_plot(args, voc):
-    from vramsym.engine.sweep import _int
     model = vramsym.load_model(args.model, args.formulas)
     inputs = _inputs(args, voc.iface)
     if not args.output and not args.json:
         raise InputError("plot needs -o FILE.png|FILE.svg|FILE.pdf (or --json for the plotted data)")
     if args.output:
-        from vramsym.printers.plot import check_output
-        check_output(args.output)
+        plot.check_output(args.output)
     r = vramsym.compile(model, args.regime, _options(args), formulas=args.formulas, vocabulary=voc)
     _warn_unused(r, args, voc.iface)
     gpus = [(g, vramsym.resolve_capacity(g)[0]) for g in args.gpu]
@@ -507,14 +506,12 @@ def cmd_plot(args, voc):
         data = vramsym.plot_map(r, gpus[0][1], inputs, points=_int(args.points, "--points"))
         data["capacity_label"] = gpus[0][0]
         if args.output:
-            from vramsym.printers import plot
             plot.heatmap(data, args.output, unit, gpus[0][0])
     else:
         lo = _int(args.x_from, "--from")
         hi = _int(args.x_to or _PLOT_TO[args.vary], "--to")
         data = vramsym.plot_curve(r, args.vary, lo, hi, inputs, gpus, points=_int(args.points, "--points"), log=args.log)
         if args.output:
-            from vramsym.printers import plot
             plot.curve(data, args.output, unit, args.log)
     if args.output:
         data["output"] = args.output
@@ -526,8 +523,7 @@ def cmd_plot(args, voc):
 
 
 def cmd_html(args, voc):
-    from vramsym.printers.calculator import page
-    text = page(args.model or None, voc)
+    text = vramsym.calculator_html(args.model or None)
     try:
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -541,7 +537,7 @@ def cmd_html(args, voc):
 
 
 def cmd_completion(args, voc):
-    from vramsym.completion import script
+    from vramsym.completion import script    # this command only: the warm path imports no typing
     text = script(args.shell, commands(voc.iface), voc.iface)
     if args.json:
         _print_json({"shell": args.shell, "script": text})
@@ -583,7 +579,6 @@ def _main(argv=None) -> int:
         if command in ("help", "version"):
             print(values, end="" if command == "help" else "\n")
             return ExitStatus.USAGE if not argv else ExitStatus.OK
-        from types import SimpleNamespace
         return int(HANDLERS[command](SimpleNamespace(**values), voc))
     except UsageError as e:
         if wants_json:

@@ -13,6 +13,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from .catalog.formats import formats
+from .catalog.gpus import catalog as gpu_catalog
+from .catalog.models import catalog as model_catalog
 from .flags import Flag, show
 
 SHELLS = ("bash", "zsh", "fish")
@@ -60,9 +63,6 @@ def _one_line(text: str, width: int = 90) -> str:
 
 def catalogs() -> Dict[str, Tuple[str, ...]]:
     """The catalog names a value may complete to: models, GPUs (names and aliases), number formats."""
-    from .catalog.dtypes import formats
-    from .catalog.gpus import catalog as gpu_catalog
-    from .catalog.models import catalog as model_catalog
     gpus = [n for g in gpu_catalog() for n in (g.name, *g.aliases)]
     return {"models": _words(model_catalog()), "gpus": _words(gpus),
             "dtypes": _words(show(n) for n in formats())}

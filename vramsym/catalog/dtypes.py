@@ -5,27 +5,12 @@ the stored bytes per element come from the formula library's ``bytes_*`` terms.
 """
 from __future__ import annotations
 
-import json
 from fractions import Fraction
 from typing import Dict
 
+from ..lang.build import to_sympy
 from ..lang.diagnostics import InputError, suggest
-from .paths import formulas_dir
-
-
-def _table() -> Dict:
-    return json.loads((formulas_dir() / "number_formats.json").read_text())
-
-
-def formats() -> Dict[str, Dict]:
-    return _table()["formats"]
-
-
-def aliases(table: Dict = None) -> Dict[str, str]:
-    """Other names of formats -> the format (``aliases`` in number_formats.json; keys as normalised:
-    lower case, '_' for '-')."""
-    table = _table() if table is None else table
-    return {k: v for k, v in table.get("aliases", {}).items() if not k.startswith("_")}
+from .formats import _table, aliases, formats  # noqa: F401 (the table, read here too)
 
 
 def explain(name: str, lib=None) -> Dict:
@@ -59,7 +44,6 @@ def explain(name: str, lib=None) -> Dict:
     else:
         out.update({"levels": f["levels"], "note": f.get("note")})
     if lib is not None and f.get("storage") in lib.terms:
-        from ..lang.build import to_sympy
         v = to_sympy(lib.terms[f["storage"]].expr, lambda n: None, {})
         out["bytes_per_element"] = Fraction(int(v.p), int(v.q))
         out["bits_per_element_stored"] = out["bytes_per_element"] * 8

@@ -19,6 +19,7 @@ import math
 import os
 import re
 import struct
+from fractions import Fraction
 
 from ..errors import InputError
 from .checkpoints import Checkpoint, Tensor, checkpoint_fields
@@ -339,7 +340,6 @@ def _check_heads(path, arch, meta, tensors):
         return
     gate = 2 if arch in _GATED_Q else 1
     per = f"key_length {kl}" if kl is not None else f"embedding_length {emb} / head_count {nh}"
-    from fractions import Fraction
     width = Fraction(kl) if kl is not None else Fraction(emb, nh)      # outputs per head
     for t in tensors:
         m = _BLOCK.match(t.name)

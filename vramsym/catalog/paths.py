@@ -4,6 +4,9 @@ Plain strings and ``os.path`` (pathlib costs a start-up import the warm path avo
 from __future__ import annotations
 
 import os
+import stat
+
+from ..errors import InputError
 
 _HERE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))   # the package folder
 
@@ -29,7 +32,6 @@ def read_text(path: str) -> str:
 # ---- files a user gives (config.json, checkpoint headers, GGUF, the Hub cache's refs) ----
 
 def _kind(mode) -> str:
-    import stat
     if stat.S_ISDIR(mode):
         return "a folder"
     if stat.S_ISFIFO(mode):
@@ -57,8 +59,6 @@ def open_member(path, root=None, what="file"):
     when it does not exist or is a dangling symlink, and when it is not a regular file (a FIFO,
     a device, a socket, a folder). It is opened non-blocking (a FIFO swapped in after the check
     cannot hang the open) and checked again on the open descriptor."""
-    import stat
-    from ..errors import InputError
     path = os.fspath(path)
     if root is not None and not inside(path, root):
         raise InputError(f"{what} '{path}' is a symbolic link to a file outside '{root}': refused "
@@ -96,7 +96,6 @@ def open_member(path, root=None, what="file"):
 def read_bounded(path, max_bytes, root=None, what="file", size_hint="") -> bytes:
     """The bytes of ``path`` (checked as :func:`open_member` does), at most ``max_bytes`` of them:
     a larger file (or one that grows while it is read) is an :class:`~vramsym.errors.InputError`."""
-    from ..errors import InputError
     f, size = open_member(path, root, what)
     too_big = InputError(f"{what} '{os.fspath(path)}' is larger than {max_bytes:,} bytes{size_hint}")
     with f:

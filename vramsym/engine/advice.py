@@ -13,14 +13,21 @@ from __future__ import annotations
 
 import json
 import os
+from fractions import Fraction
 
+import sympy
+from sympy.functions.elementary.piecewise import ExprCondPair
+
+from ..catalog.paths import formulas_path, read_text
 from ..errors import DoesNotFit, InputError, SolveError
+from .layouts import min_gpus
+from .regimes import compose
+from .runtime import compile as _compile, vocabulary
 
 MAX_COMBINED = 4          # changes combined at most, when no single one fits
 
 
 def catalog() -> list:
-    from ..catalog.paths import formulas_path, read_text
     return json.loads(read_text(os.path.join(formulas_path(), "advice.json")))["changes"]
 
 
@@ -64,7 +71,6 @@ class Request:
         return self.derived(change.get("regime"), change.get("options"), change.get("inputs"), change.get("reset", ()))
 
     def compiled(self):
-        from .runtime import compile as _compile
         return _compile(self.model, self.regime, self.options, formulas=self.formulas, vocabulary_=self.voc)
 
     def evaluate(self):
@@ -126,7 +132,6 @@ def _solve_row(change: dict, base: Request, r, capacity: int, base_total: int):
     if what == "gpus":
         if r.regime.symbol("gpus") is None or any(k in base.inputs for k in ("gpus", "n_gpu")):
             return None
-        from .layouts import min_gpus
         ins = r.with_gpu(base.inputs, base.gpu)
         est, lay = min_gpus(r, capacity, ins)["best"]
         if lay["gpus"] <= 1:
@@ -158,8 +163,6 @@ def _local(expr, at: dict, x=None, stepped=None):
     average slope across its rounding steps (a KV cache padded to 256 cells grows in steps of 256
     tokens: 0 between steps would say a shorter context saves nothing); its name goes into
     ``stepped``."""
-    import sympy
-    from sympy.functions.elementary.piecewise import ExprCondPair
 
     def value(e):
         return e.xreplace(at)
@@ -193,10 +196,6 @@ def sensitivity(est, names=("batch", "seq"), library=None) -> dict:
     """d total / d x at this configuration, for the inputs ``names`` the total reads: the derivative
     (sympy, of the total with the model's numbers and the other inputs substituted, each max / min /
     piecewise at its active branch) as an expression in x, and its exact value here."""
-    import sympy
-    from fractions import Fraction
-    from .regimes import compose
-    from .runtime import vocabulary
     compiled = est.compiled
     syms = {n: compiled.symbol(n) for n in names if compiled.symbol(n) in compiled.args}
     if not syms:

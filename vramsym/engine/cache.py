@@ -1,7 +1,7 @@
 """The cache of compiled regimes: data only, in a private folder, verified before use.
 
 What it keeps: the library's vocabulary (:func:`vramsym.engine.options.interface_of`) and each
-compiled regime (:func:`vramsym.engine.compiled.compile_regime`), as JSON. What keys them: the
+compiled regime (:func:`vramsym.engine.compiler.compile_regime`), as JSON. What keys them: the
 content of every file of the installed package and of the formula files (bundled and
 ``--formulas``), vramsym's version and Python's, so any change to anything that can
 change an answer misses the cache. How it is trusted: the folder must be a directory
@@ -30,7 +30,8 @@ except ImportError:      # pragma: no cover - other Python implementations
     from hashlib import blake2b
     from hmac import compare_digest
 
-from .. import __version__
+from ..catalog.paths import formulas_path
+from ..version import __version__
 
 _warned = set()
 
@@ -128,7 +129,6 @@ def _labelled():
     """(label, path) of every file that can change a cached entry: the package's code and grammar
     (labelled by their path inside the package) and the bundled formula files (by their path
     inside the formula folder, wherever it lies)."""
-    from ..catalog.paths import formulas_path
     here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))   # the package folder
     fdir = os.path.realpath(formulas_path())
     inside = fdir.startswith(here + os.sep)
@@ -270,7 +270,7 @@ KEEP = 8
 def _prune(d: str, keep: str) -> None:
     """Keep the entries of the most recently used keys (other versions of vramsym or of the
     formulas, other ``--formulas`` sets), at most KEEP with the new one; remove the rest."""
-    import shutil
+    import shutil       # only when a new key is written: not on the warm path
     dirs = []
     for name in os.listdir(d):
         child = os.path.join(d, name)

@@ -15,6 +15,15 @@ import json
 import os
 import sys
 
+from ..catalog.models import catalog, load_model
+from ..catalog.paths import formulas_dir
+from ..lang.library import load_or_raise
+from . import cache
+from .compiler import compile_regime
+from .options import interface_of
+from .regimes import compose
+from .runtime import Vocabulary
+
 
 def combinations(voc, models):
     """The (regime, options) pairs to compile: defaults of every regime and every fit row, per model."""
@@ -30,15 +39,6 @@ def combinations(voc, models):
 def write(folder: str, models=None) -> int:
     """Write the shipped entries into ``folder`` (replacing what is there) for ``models`` (names;
     default: the whole catalog); the number written."""
-    from . import cache
-    from .runtime import Vocabulary
-    from .compiled import compile_regime
-    from .options import interface_of
-    from .regimes import compose
-    from ..catalog.models import catalog, load_model
-    from ..lang.library import load_or_raise
-    from ..catalog.paths import formulas_dir
-
     key = cache.shipped_key()
     lib = load_or_raise([formulas_dir()])
     voc = Vocabulary(library=lib)
@@ -60,9 +60,8 @@ def write(folder: str, models=None) -> int:
 
 
 def main(argv=None):
-    from .cache import SHIPPED
     argv = sys.argv[1:] if argv is None else argv
-    folder = argv[0] if argv else SHIPPED
+    folder = argv[0] if argv else cache.SHIPPED
     n = write(folder)
     print(f"vramsym: {n} compiled entries written to {folder}")
 

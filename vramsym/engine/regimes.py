@@ -17,6 +17,7 @@ from ..lang import ast as A
 from ..lang.build import make_symbol, placeholder, to_sympy
 from ..lang.diagnostics import MSG_CYCLE, InputError
 from ..lang.library import Library, find_cycle, names_in
+from ..lang.parse import deep_recursion
 from .options import interface_of, regime_names, resolve_options
 
 
@@ -126,7 +127,6 @@ def compose(lib: Library, name: str, options: Mapping[str, str] = (),
             return symbols[n] if n in symbols else placeholder(n)
         return symbols[n]
 
-    from ..lang.parse import deep_recursion
     with deep_recursion():
         definitions = {n: to_sympy(e, resolve, opts) for n, e in reached.items()}
     expanded: Dict[str, sympy.Expr] = {}

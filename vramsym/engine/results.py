@@ -10,6 +10,8 @@ from ..numbers import to_int_bytes  # noqa: F401 (the estimate's sizes; re-expor
 
 from fractions import Fraction
 
+from ..errors import InputError
+
 
 class Binding:
     __slots__ = ("values", "provenance")
@@ -79,7 +81,6 @@ class Estimate:
             comps = tuple(Component(m, v) for m, v in zip(self.compiled.components, parts))
             self._components = comps
             if any(c.exact < 0 for c in comps):
-                from .runtime import negative
                 negative(self)
         return self._components
 
@@ -165,3 +166,14 @@ class Solution:
 
     def __repr__(self):
         return f"Solution({self.alias}={self.value}, {self.total_bytes:,} of {self.capacity_bytes:,} B)"
+
+
+def negative(est):
+    """A total below zero is never an answer: say which component made it so, and for what inputs."""
+    bad = [c for c in est.all_components if c.exact < 0] or \
+        sorted(est.all_components, key=lambda c: c.exact)[:1]
+    ins = ", ".join(f"{k}={v}" for k, v in sorted(est.inputs.items())) or "no inputs"
+    c = bad[0]
+    raise InputError(f"the {est.regime} total is negative ({est.total_bytes:,} B): the term {c.name} "
+                     f"({c.description}) is {c.bytes:,} B with {ins}; the inputs are outside what the "
+                     f"formulas describe")

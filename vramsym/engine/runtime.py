@@ -8,10 +8,15 @@ compiled code and search exactly (vramsym.engine.inverse). Nothing else computes
 """
 from __future__ import annotations
 
+from ..catalog.gpus import gpu_inputs, resolve_capacity
+from ..catalog.paths import formulas_dir
+from . import cache
 from .bind import bind, bound_of, check_bounds, user_values
+from .compiled import CompiledRegime
 from ..errors import DoesNotFit, InputError, SolveError, suggest
 from .inverse import largest_fitting
-from .results import Binding, Estimate, Solution, to_int_bytes
+from .options import interface_of, resolve_options
+from .results import Binding, Estimate, Solution, negative, to_int_bytes
 
 _MEMO: dict = {}
 
@@ -26,10 +31,8 @@ class Vocabulary:
         self._shipped = None
         self._compiled = {}        # this vocabulary's compiled regimes, by regime and options
         if library is not None:
-            from .options import interface_of
             self.iface = interface_of(library)
         else:
-            from . import cache
             self.key = key or cache.code_key(self.extra)
             if not self.extra:       # the regimes shipped with the package answer the bundled formulas
                 self.shipped_key = self._shipped_key
@@ -39,21 +42,18 @@ class Vocabulary:
                 if self.iface is not None:
                     cache.put(self.key, "interface", self.iface)
             if self.iface is None:
-                from .options import interface_of
                 self.iface = interface_of(self.load_library())
                 cache.put(self.key, "interface", self.iface)
 
     def _shipped_key(self):
         if self._shipped is None:
-            from . import cache
             self._shipped = cache.shipped_key()
         return self._shipped
 
     def load_library(self):
-        if self.library is None:
-            from ..lang.library import load_or_raise
-            from ..catalog.paths import formulas_dir
+        if self.library is None:       # a cache miss: parse and check the formula files (lark, pint)
             from pathlib import Path
+            from ..lang.library import load_or_raise
             self.library = load_or_raise([formulas_dir()] + [Path(p) for p in self.extra])
         return self.library
 
@@ -63,11 +63,9 @@ class Vocabulary:
         return out
 
     def resolve(self, regime: str, options, config=None) -> dict:
-        from .options import resolve_options
         return resolve_options(self.iface, regime, dict(options or {}), config)
 
     def compiled_regime(self, regime: str, options=None, config=None):
-        from .compiled import CompiledRegime
         resolved = self.resolve(regime, options, config)
         opts = sorted(resolved.items())
         memo_key = (regime, tuple(opts))
@@ -76,7 +74,6 @@ class Vocabulary:
             return hit
         data = None
         if self.key is not None:
-            from . import cache
             name = cache.entry_name("regime", regime, opts)
             data = cache.get(self.key, name)
         compiled = None
@@ -93,8 +90,8 @@ class Vocabulary:
                 compiled = None      # shipped by another format: compiled below
             if compiled:
                 cache.put(self.key, name, compiled.cache_payload())
-        if compiled is None:
-            from .compiled import compile_regime
+        if compiled is None:     # a cache miss: compose and compile with sympy
+            from .compiler import compile_regime
             from .regimes import compose
             lib = self.load_library()
             data = compile_regime(lib, compose(lib, regime, resolved))
@@ -114,7 +111,6 @@ def vocabulary(extra=(), library=None) -> Vocabulary:
             v = Vocabulary(library=library)
             library._vocabulary = v
         return v
-    from . import cache
     extra = tuple(str(e) for e in extra)
     key = cache.code_key(extra)
     k = ("vocabulary", extra, key)
@@ -231,7 +227,6 @@ class Compiled:
         """``inputs`` plus what the GPU fixes for the symbols this regime reads and the user did not
         give: ``capacity`` (vLLM's reserve, heuristics) and, for a named card, its catalog inputs
         (gpus.json ``inputs``: ``cuda_total``, ...).  ``gpu``: bytes as an int, a size or a GPU name."""
-        from ..catalog.gpus import gpu_inputs, resolve_capacity
         inputs = dict(inputs or {})
         named = {} if isinstance(gpu, int) else gpu_inputs(gpu)
         capacity = gpu if isinstance(gpu, int) else resolve_capacity(gpu)[0]
@@ -261,7 +256,6 @@ class Compiled:
         inputs = dict(inputs or {}, **kw)
         if not isinstance(capacity, int) or isinstance(capacity, bool):
             inputs = self.with_gpu(inputs, capacity)
-            from ..catalog.gpus import resolve_capacity
             capacity, _ = resolve_capacity(capacity)
         c = self.regime
         var = variable[4:] if variable.startswith("max_") else variable
@@ -351,17 +345,6 @@ class Compiled:
         total(best)
         check_bounds(self.regime, values, dict(prov, **{name: "input"}), {name})    # says which bound
         return best
-
-
-def negative(est):
-    """A total below zero is never an answer: say which component made it so, and for what inputs."""
-    bad = [c for c in est.all_components if c.exact < 0] or \
-        sorted(est.all_components, key=lambda c: c.exact)[:1]
-    ins = ", ".join(f"{k}={v}" for k, v in sorted(est.inputs.items())) or "no inputs"
-    c = bad[0]
-    raise InputError(f"the {est.regime} total is negative ({est.total_bytes:,} B): the term {c.name} "
-                     f"({c.description}) is {c.bytes:,} B with {ins}; the inputs are outside what the "
-                     f"formulas describe")
 
 
 def compile(model=None, regime: str = "inference", options=None, library=None, formulas=(),

@@ -15,6 +15,8 @@ from typing import List, Optional, Tuple
 
 import sympy
 
+from ..lang.build import placeholder
+from .regimes import compose
 from .results import Solution
 
 
@@ -35,7 +37,6 @@ def _rat(v) -> sympy.Rational:
 
 
 def _definition_steps(lib, composed) -> List[Step]:
-    from ..lang.build import placeholder
     gpu = [c for c in composed.components if c not in composed.host]
     note = "chain: " + " -> ".join(composed.chain) + "; options: " + ", ".join(f"{k}={v}" for k, v in composed.options)
     if len(composed.phases) > 1:
@@ -76,7 +77,6 @@ def closed_form(f: sympy.Expr, x: sympy.Symbol, capacity: int, lo: int):
 
 
 def derivation_steps(result, lib) -> List[Step]:
-    from .regimes import compose
     sol = result if isinstance(result, Solution) else None
     est = sol.estimate if sol is not None else result
     composed = compose(lib, est.regime, dict(est.options))

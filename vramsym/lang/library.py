@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
+from ..catalog.paths import formulas_dir
 from . import ast as A
 from .diagnostics import (MSG_ARITY, MSG_COMPARE_OUTSIDE_IF, MSG_CYCLE, MSG_DUPLICATE,
                           MSG_COMPONENT_UNIT, MSG_DEFAULT_TERM, MSG_DEFAULT_UNIT, MSG_IF_CONDITION, MSG_NO_SOURCE, MSG_INCLUDE, MSG_LET_UNIT, MSG_MATCH_INCOMPLETE,
                           MSG_TERM_UNIT, MSG_UNKNOWN_CHOICE, MSG_UNKNOWN_COMPONENT,
                           MSG_UNKNOWN_DOMAIN, MSG_UNKNOWN_FUNCTION, MSG_UNKNOWN_NAME,
                           MSG_UNKNOWN_OPTION, MSG_UNKNOWN_REGIME, Diagnostic, FormulaError)
+from .parse import deep_recursion, parse_text
+from .units import Constant, build_unit, fmt, registry, same, unit_of, units_file_default
 
 DOMAINS = ("posint", "nonnegint", "posreal", "nonnegreal", "bool")
 MAX_FILE_BYTES = 2**20     # one formula file
@@ -76,7 +80,6 @@ def _display(path: Path) -> str:
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
-        from ..catalog.paths import formulas_dir
         try:
             return "formulas/" + str(path.resolve().relative_to(formulas_dir().resolve()))
         except ValueError:
@@ -84,7 +87,6 @@ def _display(path: Path) -> str:
 
 
 def load(paths: Sequence[Path], units_file: Optional[str] = None) -> Tuple[Library, List[Diagnostic]]:
-    from .parse import parse_text
     lib = Library()
     diags: List[Diagnostic] = []
     seen: Set[Path] = set()
@@ -127,11 +129,9 @@ def load(paths: Sequence[Path], units_file: Optional[str] = None) -> Tuple[Libra
         if p.name != "units.txt" or not p.exists():
             visit(p, None)
     lib.files = tuple(m.path for m in modules)
-    from .parse import deep_recursion
     with deep_recursion():
         _collect(lib, modules, diags)
         if units_file is None:
-            from .units import units_file_default
             units_file = units_file_default()
         _check(lib, diags, units_file)
     return lib, diags
@@ -235,7 +235,6 @@ def _check_presets(lib: Library, diags) -> None:
 
 
 def _check(lib: Library, diags: List[Diagnostic], units_file: str) -> None:
-    from .units import build_unit, fmt, registry, same, unit_of
     ureg = registry(units_file)
     declared = {}
     for name, decl in list(lib.symbols.items()) + list(lib.terms.items()):
@@ -323,7 +322,6 @@ class _NameCheck(A.Visitor):
 
     def visit_BinOp(self, e):
         if e.op == "^":
-            from .units import Constant
             k = Constant().visit(e.right)
             if k is None or k.denominator != 1 or abs(k) > MAX_EXPONENT:
                 self.diags.append(Diagnostic(e.right.span, "syntax",
@@ -382,7 +380,6 @@ class _NameCheck(A.Visitor):
 
 
 def _check_regimes(lib: Library, diags, check_expr, declared) -> None:
-    from .units import fmt
     for r in lib.regimes.values():
         if r.extends is not None and r.extends not in lib.regimes:
             diags.append(Diagnostic(r.span, "name", MSG_UNKNOWN_REGIME.format(name=r.extends)))
@@ -441,7 +438,6 @@ widehat widetilde overline partial nabla infty star ast""".split())
 def latex_problem(tex: str):
     """Why ``tex`` is not a LaTeX name vramsym will print, or None: letters, digits, ``_``, ``^``,
     ``'``, braces (balanced), spaces, and backslash commands from :data:`LATEX_COMMANDS` only."""
-    import re
     depth = 0
     for ch in tex:
         depth += {"{": 1, "}": -1}.get(ch, 0)

@@ -6,11 +6,12 @@ per rule alias. Syntax errors come back as :class:`Diagnostic` values.
 from __future__ import annotations
 
 import functools
+import sys
 from fractions import Fraction
 from pathlib import Path
 from typing import List, Tuple
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from ..numbers import NumberError, to_fraction
@@ -310,7 +311,6 @@ class _LimitError(Exception):
 
 def _too_deep(tree):
     """(line, column) inside an expression nested deeper than MAX_DEPTH, else None (no recursion)."""
-    from lark import Tree
     stack = [(tree, 0)]
     while stack:
         node, depth = stack.pop()
@@ -327,12 +327,10 @@ class deep_recursion:
     """Room for the recursive passes over an expression of MAX_DEPTH levels."""
 
     def __enter__(self):
-        import sys
         self.old = sys.getrecursionlimit()
         sys.setrecursionlimit(max(self.old, 8 * MAX_DEPTH + 2000))
 
     def __exit__(self, *exc):
-        import sys
         sys.setrecursionlimit(self.old)
 
 

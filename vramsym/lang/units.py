@@ -7,11 +7,13 @@ syntax tree (never by parsing user text with pint's own parser).
 from __future__ import annotations
 
 import functools
+from fractions import Fraction
 from pathlib import Path
 from typing import Callable, List, Optional
 
 import pint
 
+from ..catalog.paths import formulas_dir
 from . import ast as A
 from .diagnostics import (MSG_EXPONENT, MSG_NOT_DIMENSIONLESS, MSG_UNIT_MISMATCH,
                           MSG_UNKNOWN_UNIT, Diagnostic)
@@ -190,7 +192,6 @@ class Constant(A.Visitor):
     def visit_BinOp(self, e):
         if e.op not in "+-*/":
             return None
-        from fractions import Fraction
         l, r = self.visit(e.left), self.visit(e.right)
         if l is None or r is None or (e.op == "/" and r == 0):
             return None
@@ -201,5 +202,4 @@ class Constant(A.Visitor):
 
 
 def units_file_default() -> str:
-    from ..catalog.paths import formulas_dir
     return str(Path(formulas_dir()) / "units.txt")

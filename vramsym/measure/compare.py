@@ -6,9 +6,19 @@ measurement backend (:mod:`vramsym.measure.torch_backend`, optional extra
 """
 from __future__ import annotations
 
+import importlib.util
 from typing import Dict, List, Mapping, Optional
 
+import sympy
+
+from ..catalog.models import load_model
+from ..catalog.paths import formulas_dir
+from ..engine.layouts import layout_of
+from ..engine.regimes import compose
+from ..engine.runtime import compile as _compile
 from ..errors import InputError
+from ..lang.library import load_or_raise
+from ..numbers import to_int_bytes
 
 TRAIN_REGIMES = ("train", "lora", "qlora")
 INFER_REGIMES = ("inference", "inference_kv")
@@ -23,7 +33,7 @@ _LORA_TARGETS = {"qv": ["q_proj", "v_proj"], "attention": ["q_proj", "k_proj", "
 
 
 def _backend():
-    try:
+    try:         # the gate of the measure extra: torch, transformers
         from . import torch_backend
         import torch  # noqa: F401
     except ImportError as e:
@@ -58,7 +68,6 @@ def measure_args(est, regime: str, fake: bool, decode_steps: int, model=None) ->
             quant = opts.get("quant")
             if quant not in ("nf4", "nf4_dq"):
                 raise InputError("measure supports QLoRA with --quant nf4 or nf4-dq (bitsandbytes)")
-            import importlib.util
             if importlib.util.find_spec("bitsandbytes") is None:
                 raise InputError("measure --regime qlora needs bitsandbytes (its CPU backend runs the 4-bit base): "
                                  "pip install 'vramsym[measure]' (bitsandbytes==0.50.2)")
@@ -100,11 +109,7 @@ def _config_for(model, opts) -> Dict:
 
 def _term_bytes(est, name: str, library) -> int:
     """A term that is not a component (its value at the estimate's binding), from the composition."""
-    import sympy
-    from ..engine.regimes import compose
-    from ..numbers import to_int_bytes
-    import vramsym
-    c = compose(library or vramsym.load_library(), est.regime, dict(est.options))
+    c = compose(library or load_or_raise([formulas_dir()]), est.regime, dict(est.options))
     v = c.expanded[name].xreplace({c.symbols[k]: sympy.Rational(x.numerator, x.denominator)
                                    for k, x in est.binding.values.items()})
     return to_int_bytes(v)
@@ -155,11 +160,11 @@ def compare(model, regime: str = "inference", options: Optional[Mapping[str, str
             inputs: Optional[Mapping[str, object]] = None, fake: bool = True, decode_steps: int = 4,
             library=None) -> Dict:
     """Predict (tensors only: overhead none) and measure one job; rows per component with relative errors."""
-    import vramsym
     opts = dict(options or {})
     opts["overhead"] = "none"
-    est = vramsym.estimate(model, regime, opts, dict(inputs or {}), library=library)
-    from ..engine.layouts import layout_of
+    if isinstance(model, str):
+        model = load_model(model, [])
+    est = _compile(model, regime, opts, library).evaluate(dict(inputs or {}))
     lay = layout_of(est)
     if lay is not None and lay["tp"] > 1 and lay["zero"] == 0:
         return _compare_tp(model, est, regime, lay, fake)
@@ -192,7 +197,7 @@ def compare(model, regime: str = "inference", options: Optional[Mapping[str, str
         row("buffers", _comp(est, "model_buffers"), at_peak.get("buffers", 0))
         after = dict(inputs or {})
         after["seq"] = args["seq"] + args["decode_steps"]
-        est_after = vramsym.estimate(model, regime, opts, after, library=library)
+        est_after = _compile(model, regime, opts, library).evaluate(after)
         row("kv_cache", _comp(est_after, "kv_cache"), m.get("kv_cache_bytes", 0),
             f"after the prefill and {args['decode_steps']} decode steps")
         row("activations", _comp(est, "prefill_activations", "logits"),

@@ -22,12 +22,24 @@ from __future__ import annotations
 
 import contextlib
 
+import torch
+import torch.distributed as dist
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+from torch.distributed._tools.mem_tracker import MemTracker
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+from torch.distributed.tensor import DTensor
+from torch.distributed.tensor._sharding_prop import ShardingPropagator
+from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+from torch.testing._internal.distributed.fake_pg import FakeStore
+from torch.utils._python_dispatch import _disable_current_modes
+
+from .hf_model import _build_hf_config, _cuda_kernel_patches, _from_config
 from .tracker import restart_peak
 
 
 def _fake_group(world_size: int):
-    import torch.distributed as dist
-    from torch.testing._internal.distributed.fake_pg import FakeStore
     if dist.is_initialized():
         if dist.get_world_size() == world_size:
             return
@@ -38,8 +50,6 @@ def _fake_group(world_size: int):
 @contextlib.contextmanager
 def _untracked_sharding_propagation():
     """Run DTensor's shape propagation outside every dispatch mode (the tracker included)."""
-    from torch.distributed.tensor._sharding_prop import ShardingPropagator
-    from torch.utils._python_dispatch import _disable_current_modes
     orig = ShardingPropagator._propagate_tensor_meta_non_cached
 
     def quiet(self, *a, **k):
@@ -54,8 +64,6 @@ def _untracked_sharding_propagation():
 
 def _build(hf_cfg, dtype, attention: str):
     """The model, its parameters created in ``dtype`` (``.to()`` cannot swap fake parameters)."""
-    import torch
-    from .hf_model import _from_config
     old = torch.get_default_dtype()
     torch.set_default_dtype(dtype)
     try:
@@ -117,11 +125,6 @@ def measure_fsdp(config: dict, *, gpus: int, zero: int, batch: int, seq: int, pr
                  optimizer: str = "adamw", attention: str = "sdpa", checkpointing: bool = False,
                  fake: bool = True) -> dict:
     """Peak bytes of rank 0 of ``gpus`` ranks training ``config`` under FSDP2, by FSDP category."""
-    import torch
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-    from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
-    from .hf_model import _build_hf_config, _cuda_kernel_patches
 
     if zero not in (2, 3):
         raise ValueError("FSDP2 shards parameters: --zero 2 (reshard_after_forward=False) or 3")
@@ -130,7 +133,6 @@ def measure_fsdp(config: dict, *, gpus: int, zero: int, batch: int, seq: int, pr
     dtype = {"fp32": torch.float32, "mixed_bf16": torch.float32, "bf16": torch.bfloat16}[precision]
     mp = (MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
           if precision == "mixed_bf16" else MixedPrecisionPolicy())
-    from torch.distributed.device_mesh import init_device_mesh
     mesh = init_device_mesh("cpu", (gpus,))          # outside fake mode: the mesh reads its ranks
     mode = FakeTensorMode() if fake else contextlib.nullcontext()
     with mode, _untracked_sharding_propagation(), _cuda_kernel_patches():
@@ -166,13 +168,6 @@ def measure_tensor_parallel(config: dict, *, tp: int, batch: int, seq: int, prec
     ``--tp-style dtensor`` models); embeddings, norms and the head stay whole on every rank.
     AdamW with ``foreach=True`` runs over the DTensor parameters and, separately, over the plain
     ones (one foreach list cannot mix them), counted by ``MemTracker``."""
-    import torch
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.distributed._tools.mem_tracker import MemTracker
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.tensor import DTensor
-    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
-    from .hf_model import _build_hf_config, _cuda_kernel_patches
 
     if precision not in ("fp32", "bf16"):
         raise ValueError("tensor-parallel measurement runs fp32 or bf16 models")

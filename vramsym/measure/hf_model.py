@@ -1,12 +1,21 @@
 """Building the Hugging Face model to measure: its config, the attention kernel, LoRA with
 peft, meta weights made fake (FakeTensorMode) and the patches transformers needs for that.
 
-Part of the measurement backend (vramsym.measure.torch_backend); torch, transformers and
-peft are imported inside the functions only."""
+Part of the measurement backend (vramsym.measure.torch_backend); torch and transformers are
+imported at the top (only the gate in vramsym.measure.compare imports these modules); peft,
+bitsandbytes and the parts of transformers that only some versions have, where they are used."""
 from __future__ import annotations
 
 import contextlib
+import inspect
+import tempfile
 from typing import Any
+
+import torch
+import torch.nn.functional as F
+import transformers
+from torch import nn
+from torch._guards import active_fake_mode
 
 
 #: config keys whose presence (with a value > 1) marks a mixture-of-experts model.
@@ -22,15 +31,11 @@ def _is_moe(config: dict) -> bool:
 
 
 def _dtype(name: str):
-    import torch
-
     return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16,
             "mixed_bf16": torch.float32}[name]
 
 
 def _build_hf_config(config: dict):
-    import transformers
-
     cfg = dict(config)
     model_type = cfg.pop("model_type", None)
     if model_type is None:
@@ -42,8 +47,6 @@ def _build_hf_config(config: dict):
 
 
 def _from_config(hf_cfg, dtype, attention: str):
-    import transformers
-
     try:
         return transformers.AutoModelForCausalLM.from_config(
             hf_cfg, dtype=dtype, attn_implementation=attention)
@@ -93,8 +96,6 @@ def _cuda_kernel_patches():
       offset; on the CPU a non-zero dropout makes SDPA fall back to the math kernel, which
       materialises the b x n x s x s scores.  We pass ``dropout_p=0`` (same saved tensors as CUDA).
     """
-    import torch
-    import torch.nn.functional as F
 
     orig_dropout, orig_sdpa = F.dropout, F.scaled_dot_product_attention
 
@@ -121,8 +122,6 @@ def _cuda_kernel_patches():
 
 def _cache_kwarg(model) -> str:
     """transformers >= 5.x calls the cache argument ``cache``; older versions ``past_key_values``."""
-    import inspect
-
     try:
         params = inspect.signature(model.forward).parameters
     except (TypeError, ValueError):  # pragma: no cover
@@ -155,8 +154,6 @@ def _materialize_meta_as_fake(model) -> None:
     """Replace every meta tensor of ``model`` (parameters, buffers, plain tensor attributes) by an
     empty CPU tensor of the same shape/dtype; called under FakeTensorMode, so these are fake.
     Tied parameters stay tied."""
-    import torch
-    from torch import nn
 
     memo: dict[int, Any] = {}
 
@@ -189,8 +186,6 @@ def _build_model(hf_cfg, dtype, attention: str, *, lora: dict | None, checkpoint
     fails in torch 2.13 because ``swap_tensors`` refuses tensors with weakrefs) and then every
     tensor is replaced by a fake CPU tensor.  ``checkpoint_layers``: with checkpointing, only the
     bottom k decoder layers are checkpointed (partial checkpointing); None: all of them."""
-    import torch
-    from torch._guards import active_fake_mode
 
     fake = active_fake_mode() is not None
     torch.manual_seed(0)
@@ -220,8 +215,6 @@ def _build_model(hf_cfg, dtype, attention: str, *, lora: dict | None, checkpoint
 def _bnb_config(quant: str):
     """transformers' BitsAndBytesConfig for QLoRA: NF4 (``nf4``) or NF4 with double quantization
     (``nf4_dq``), computing in bf16, as Dettmers et al.'s qlora.py and the peft / transformers docs load it."""
-    import torch
-    import transformers
 
     if quant not in ("nf4", "nf4_dq"):
         raise ValueError(f"quantized training measures nf4 or nf4_dq (bitsandbytes), not {quant!r}")
@@ -239,10 +232,6 @@ def _build_qlora_model(hf_cfg, attention: str, *, quant: str, lora: dict | None,
     that are not 4-bit to fp32; with ``checkpointing`` it enables gradient checkpointing, non-reentrant
     as the rest of this harness) and LoRA.  Real CPU tensors only: bitsandbytes' kernels read the
     values (no FakeTensorMode)."""
-    import tempfile
-
-    import torch
-    import transformers
 
     torch.manual_seed(0)
     base = _from_config(hf_cfg, torch.bfloat16, attention)

@@ -1,8 +1,9 @@
 """Measurement backend: run a Hugging Face model under PyTorch's ``MemTracker``.
 
-This module is an *optional* backend.  It imports torch / transformers / peft only
-inside its functions, and the core ``vramsym`` package must never import it at
-module level (only lazily, from a ``measure`` command).
+This module is an *optional* backend.  It imports torch and transformers at its top
+(peft and bitsandbytes where LoRA and QLoRA use them), and the core ``vramsym`` package
+never imports it at module level: only :func:`vramsym.measure.compare._backend`, the gate of
+the ``measure`` extra, does, from a ``measure`` command.
 
 The accounting is PyTorch's own ``torch.distributed._tools.mem_tracker.MemTracker``
 (a ``TorchDispatchMode`` that follows every tensor storage and labels it
@@ -24,7 +25,13 @@ flash / memory-efficient kernels).
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
+import json
+
+import torch
+import transformers
+from torch._subclasses.fake_tensor import FakeTensorMode
 
 from .hf_model import MOE_KEYS, _build_hf_config, _cuda_kernel_patches, _dtype, _from_config, _hf_fake_patches, _is_moe
 from .workloads import _measure_inference, _measure_train
@@ -92,8 +99,6 @@ def measure(config: dict, *, mode: str,
 
     Returns a JSON-able dict; byte counts are live tensor storages (see module docstring).
     """
-    import torch
-    import transformers
 
     if mode not in ("train", "inference"):
         raise ValueError(f"mode must be 'train' or 'inference', not {mode!r}")
@@ -123,7 +128,6 @@ def measure(config: dict, *, mode: str,
 
     def run(use_fake: bool) -> dict:
         if use_fake:
-            from torch._subclasses.fake_tensor import FakeTensorMode
             mode_ctx = FakeTensorMode(allow_non_fake_inputs=True)  # Gemma builds a meta scalar buffer with torch.tensor()
         else:
             mode_ctx = contextlib.nullcontext()
@@ -215,8 +219,6 @@ def measure(config: dict, *, mode: str,
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m vramsym.measure.torch_backend CONFIG.json --mode train --batch 1 --seq 512 ...``"""
-    import argparse
-    import json
 
     ap = argparse.ArgumentParser(description=main.__doc__)
     ap.add_argument("config", help="path to a JSON config dict (with model_type)")

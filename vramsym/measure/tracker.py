@@ -1,12 +1,15 @@
 """PyTorch's MemTracker with phases: the peak of each phase (forward, backward, optimizer
 step, prefill, decode) by category (parameters, gradients, activations, ...).
 
-Part of the measurement backend (vramsym.measure.torch_backend); torch, transformers and
-peft are imported inside the functions only."""
+Part of the measurement backend (vramsym.measure.torch_backend); torch and transformers are
+imported at the top (only the gate in vramsym.measure.compare imports these modules); peft,
+bitsandbytes and the parts of transformers that only some versions have, where they are used."""
 from __future__ import annotations
 
 import contextlib
 from typing import Any, Callable
+
+from torch.distributed._tools.mem_tracker import MemTracker, _MemRefType
 
 from .hf_model import _quant_state_tensors
 
@@ -62,8 +65,6 @@ def restart_peak(mt) -> None:
 
 
 def _make_tracker_class():
-    from torch.distributed._tools.mem_tracker import MemTracker
-
     class _PhaseTracker(MemTracker):
         """MemTracker whose peak can be reset per phase, recording an extra probe at each new peak."""
 
@@ -77,7 +78,6 @@ def _make_tracker_class():
         def _track_module_params_and_buffers(self, module, install_grad_hooks: bool = True):
             # Same as MemTracker's, but only hooks parameters that require grad: the stock version
             # calls register_hook on frozen parameters too (LoRA base weights) and raises.
-            from torch.distributed._tools.mem_tracker import _MemRefType
 
             def _grad_hook(grad) -> None:
                 self._update_and_maybe_create_winfos(grad, _MemRefType.GRAD)

@@ -1,20 +1,22 @@
 """The jobs measured: a training step (forward, backward, optimizer step) and inference
 (prefill plus decode steps), the way users run them.
 
-Part of the measurement backend (vramsym.measure.torch_backend); torch, transformers and
-peft are imported inside the functions only."""
+Part of the measurement backend (vramsym.measure.torch_backend); torch and transformers are
+imported at the top (only the gate in vramsym.measure.compare imports these modules); peft,
+bitsandbytes and the parts of transformers that only some versions have, where they are used."""
 from __future__ import annotations
 
 import contextlib
 from typing import Any
 
-from .hf_model import _build_model, _build_qlora_model, _cache_kwarg, _dtype, _out_cache, _param_counts
+import torch
+
+from .hf_model import (_build_model, _build_qlora_model, _cache_kwarg, _dtype, _out_cache, _param_counts,
+                       _quant_state_tensors)
 from .tracker import _Phases, _cache_tensors, _finish, _make_tracker_class, _storage_bytes
 
 
 def _make_optimizer(name: str, params):
-    import torch
-
     if name == "adamw":
         return torch.optim.AdamW(params, lr=1e-4, foreach=True)
     if name == "adamw_fused":
@@ -31,8 +33,6 @@ def _measure_train(hf_cfg, *, batch, seq, precision, optimizer, attention, check
     """One training step after an untracked one. ``loop="manual"``: the loop people write by hand
     (``outputs = model(**batch); outputs.loss.backward()``), whose ``outputs`` keep the logits
     until the next forward replaces them; ``"trainer"``: Trainer's, which keeps the loss only."""
-    import torch
-
     param_dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     if quant:
         # QLoRA: a 4-bit base loaded by bitsandbytes; fp32 / mixed-bf16 run peft's
@@ -111,14 +111,11 @@ def _measure_train(hf_cfg, *, batch, seq, precision, optimizer, attention, check
         "gradient_bytes_expected": grad_bytes_expected,
     })
     if quant:
-        from .hf_model import _quant_state_tensors
         res["quant_state_bytes"] = _storage_bytes([t for p in model.parameters() for t in _quant_state_tensors(p)])
     return res
 
 
 def _measure_inference(hf_cfg, *, batch, seq, precision, attention, lora, decode_steps, logits_to_keep):
-    import torch
-
     model = _build_model(hf_cfg, _dtype(precision), attention, lora=lora, checkpointing=False)
     model.eval()
     total, trainable, by_dtype = _param_counts(model)

@@ -24,13 +24,20 @@ is computed.
 """
 from __future__ import annotations
 
-import functools
 import json
-import os
 import re
 from fractions import Fraction
 
+from ..catalog.gpus import catalog as gpu_catalog
+from ..catalog.models import catalog as model_catalog, load_model
+from ..engine.bind import bind
+from ..engine.compiler import PHASE_KEY, prepare
+from ..engine.regimes import compose
+from ..engine.runtime import compile as _compile, vocabulary
 from ..errors import InputError
+from ..version import __version__
+from .codegen import js_exact, js_exact_runtime
+from .page_files import APP_FILE, PAGE_DIR, TEMPLATE_FILE, page_file  # noqa: F401
 
 #: the regimes and precisions the page offers (the first precision is the default)
 PAGE_REGIMES = {"inference": ("bf16", "fp32"), "train": ("mixed_bf16", "bf16", "fp32"),
@@ -50,19 +57,14 @@ def _frac(v) -> str:
 
 def build_data(models=None, voc=None) -> tuple[dict, str]:
     """(data, functions): the page's JSON data and the JavaScript of its groups' components."""
-    import vramsym
-    from ..engine.bind import bind
-    from ..engine.regimes import compose
-    from ..engine.runtime import compile as _compile, vocabulary
-    from .codegen import PHASE_KEY, js_exact, prepare
     voc = voc or vocabulary()
     lib = voc.load_library()
-    names = list(models) if models else [m["name"] for m in vramsym.catalog_models()]
+    names = list(models) if models else list(model_catalog())
     if not names:
         raise InputError("the page needs at least one model")
     groups, configs, model_rows, funcs = {}, {}, [], []
     for name in names:
-        spec = vramsym.load_model(name)
+        spec = load_model(name, [])
         model_rows.append({"name": name, "label": spec.name, "source": str(spec.source), "hf_id": spec.hf_id})
         for regime, precisions in PAGE_REGIMES.items():
             for precision in precisions:
@@ -109,9 +111,9 @@ def build_data(models=None, voc=None) -> tuple[dict, str]:
                 configs[f"{name}|{regime}|{precision}"] = {
                     "group": g["id"], "values": {a: _frac(values[a]) for a in need},
                     "provenance": {a: str(prov.get(a, "")) for a in need}, "defaults": defaults}
-    gpus = [{"name": g["name"], "capacity_bytes": str(g["capacity_bytes"]), "memory_mib": g["memory_mib"],
-             "marketed": g["marketed"]} for g in vramsym.catalog_gpus()]
-    data = {"version": vramsym.__version__, "models": model_rows, "gpus": gpus,
+    gpus = [{"name": g.name, "capacity_bytes": str(g.capacity_bytes), "memory_mib": g.memory_mib,
+             "marketed": g.marketed} for g in gpu_catalog()]
+    data = {"version": __version__, "models": model_rows, "gpus": gpus,
             "regimes": {k: {"precisions": list(v), "description": lib.regimes[k].description}
                         for k, v in PAGE_REGIMES.items()},
             "groups": {g["id"]: g for g in groups.values()}, "configs": configs}
@@ -120,22 +122,7 @@ def build_data(models=None, voc=None) -> tuple[dict, str]:
 
 _SLOT = re.compile(r"/\*(DATA|RUNTIME|APP)\*/")
 
-#: the page's own files, beside this module: the HTML template with its three slots
-#: (``/*DATA*/``, ``/*RUNTIME*/``, ``/*APP*/``), and the JavaScript app that reads the data
-PAGE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "page")
-TEMPLATE_FILE, APP_FILE = "calculator.html", "app.js"
-
-
-@functools.lru_cache(maxsize=None)
-def page_file(name: str) -> str:
-    """The text of one of the page's files in ``vramsym/printers/page/`` (read once, when a page
-    or an exact-JavaScript export is built; never at import)."""
-    with open(os.path.join(PAGE_DIR, name), encoding="utf-8") as f:
-        return f.read()
-
-
 def page(models=None, voc=None) -> str:
-    from .codegen import js_exact_runtime
     data, funcs = build_data(models, voc)
     fill = {"DATA": _json_for_script(data), "RUNTIME": js_exact_runtime() + funcs, "APP": page_file(APP_FILE)}
     # one pass over the template: what a slot receives (a model's name, a path) is never searched

@@ -22,10 +22,7 @@ one export takes the same arguments, the free symbols left after binding, sorted
 from __future__ import annotations
 
 import json
-import keyword
-from dataclasses import dataclass
-from fractions import Fraction
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Mapping, Optional
 
 import sympy
 from sympy.printing.c import C99CodePrinter
@@ -33,161 +30,22 @@ from sympy.printing.jscode import JavascriptCodePrinter
 from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.precedence import precedence
 from sympy.printing.printer import Printer
-from sympy.printing.pycode import PythonCodePrinter
 
-from ..lang.diagnostics import InputError, suggest
+# the exact Python printer and the prepared regime are the engine's (stage 5 compiles with them)
+from ..engine.compiler import (_PY_RESERVED, PHASE_KEY, Entry, ExactPythonPrinter, Prepared,  # noqa: F401
+                               _arg_doc, _header_lines, _py_module_head, _Renaming, _safe, prepare,
+                               py_string, python_module)
+from ..lang.diagnostics import InputError
+from ..version import __version__
+from .latex import name_latex, split_add
+from .page_files import page_file
 
 TARGETS = ("python", "numpy", "javascript", "c", "json", "latex")
-
-
-#: the key of a phase's total among a prepared regime's entries: ``phase:<name>``
-PHASE_KEY = "phase:"
-
-
-@dataclass(frozen=True)
-class Entry:
-    key: str             # "total" or a term name
-    func: str            # function name
-    expr: sympy.Expr     # over the argument symbols (bound values substituted)
-    description: str
-    unit: str
-    sources: Tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Prepared:
-    regime: str
-    description: str
-    options: Tuple[Tuple[str, str], ...]
-    entries: Tuple[Entry, ...]
-    args: Tuple[str, ...]              # symbol names, sorted
-    bound: Dict[str, Fraction]
-    terms: Tuple[str, ...]             # terms reached by the exported entries (for their sources)
-    defaults: Dict[str, Tuple[Tuple[str, ...], sympy.Expr]] = None  # symbol -> (its arguments, default)
-    bounds: Dict[str, Dict] = None     # symbol -> {"max"/"min": (arguments, expr), "divides": [symbols]}
-
-
-def _rational(v) -> sympy.Rational:
-    if isinstance(v, bool):
-        v = int(v)
-    if isinstance(v, float):
-        v = Fraction(repr(v))
-    if isinstance(v, str):
-        try:
-            v = Fraction(v.replace("_", ""))
-        except (ValueError, ZeroDivisionError):
-            raise InputError(f"bound value {v!r} is not a number") from None
-    f = Fraction(v)
-    return sympy.Rational(f.numerator, f.denominator)
-
-
-def _reached(composed, roots: Sequence[str]) -> List[str]:
-    """Terms reached from ``roots`` through the resolved definitions (unused match branches drop)."""
-    out, seen, todo = [], set(), list(roots)
-    while todo:
-        n = todo.pop(0)
-        if n in seen or n not in composed.definitions:
-            continue
-        seen.add(n)
-        out.append(n)
-        todo.extend(sorted(s.name for s in composed.definitions[n].free_symbols
-                           if s.name in composed.definitions and s.name != n))
-    return out
-
-
-def prepare(composed, lib, binding_values: Optional[Mapping[str, object]] = None,
-            term: Optional[str] = None, with_params: bool = False) -> Prepared:
-    bound: Dict[str, Fraction] = {}
-    subs: Dict[sympy.Symbol, sympy.Rational] = {}
-    for k, v in (binding_values or {}).items():
-        decl = lib.symbol_by_alias(k)
-        if decl is None or decl.name not in composed.symbols:
-            hint = suggest(k, list(lib.symbols))
-            raise InputError(f"cannot bind '{k}': no such symbol" + (f"; did you mean {', '.join(hint)}?" if hint else ""))
-        r = _rational(v)
-        bound[decl.name] = Fraction(int(r.p), int(r.q))
-        subs[composed.symbols[decl.name]] = r
-    regime = composed.regime
-    entries: List[Entry] = []
-    if term is None:
-        phases = composed.phases or ()
-        desc = composed.description
-        if len(phases) > 1:
-            desc += " (the largest phase total: " + ", ".join(p.name for p in phases) + ")"
-        entries.append(Entry("total", f"{regime}_total", composed.total.xreplace(subs), desc, "byte", ()))
-        if len(phases) > 1:      # each phase's total: its components, the ones alive in every phase with its own
-            for ph in phases:
-                entries.append(Entry(PHASE_KEY + ph.name, f"{regime}_phase_{ph.name}",
-                                     composed.phase_totals[ph.name].xreplace(subs),
-                                     f"phase {ph.name}: {ph.description}", "byte", ()))
-        keys = list(composed.components)
-    else:
-        if term not in composed.expanded:
-            hint = suggest(term, list(composed.expanded))
-            raise InputError(f"term '{term}' is not part of regime '{regime}'" +
-                             (f"; did you mean {', '.join(hint)}?" if hint else
-                              f"; its components are {', '.join(composed.components)}"))
-        keys = [term]
-    for k in keys:
-        t = lib.terms.get(k)
-        entries.append(Entry(k, f"{regime}_{k}", composed.expanded[k].xreplace(subs),
-                             t.description if t else f"{k} (regime override)",
-                             lib.units.get(k, "byte"), tuple(t.sources) if t else ()))
-    used = set().union(*[e.expr.free_symbols for e in entries])
-    if with_params and "P" in composed.expanded and composed.expanded["P"].free_symbols <= used:
-        # the model's size, when the regime's total reads everything it needs (a regime that
-        # overrides the parameter count with a number does not ask for the model's widths)
-        entries.append(Entry("P", f"{regime}_params", composed.expanded["P"].xreplace(subs),
-                             "parameters of the model", "parameter", ()))
-    args = sorted({s.name for e in entries for s in e.expr.free_symbols})
-    reached = _reached(composed, list(composed.components) if term is None else [term])
-    defaults, bounds = _defaults(composed, lib, args, bound)
-    return Prepared(regime, composed.description, composed.options, tuple(entries), tuple(args), bound,
-                    tuple(reached), defaults, bounds)
-
-
-def _defaults(composed, lib, args, bound):
-    """The defaults and bounds of the free symbols and of every symbol those read, in order:
-    (defaults, bounds) with defaults: symbol -> (its arguments, expression) and bounds:
-    symbol -> {"max"|"min": (arguments, expression), "divides": [symbols]}."""
-    from ..lang.build import to_sympy
-    from ..lang.library import names_in
-    defaults: Dict[str, Tuple[Tuple[str, ...], sympy.Expr]] = {}
-    bounds: Dict[str, Dict] = {}
-    seen = set()
-    todo = [a for a in args if a in lib.symbols]
-    while todo:
-        n = todo.pop(0)
-        if n in seen or n in bound:
-            continue
-        seen.add(n)
-        d = lib.symbols[n]
-        for kind, e in (("default", d.default), ("max", d.max), ("min", d.min)):
-            if e is None:
-                continue
-            x = to_sympy(e, lambda s: composed.symbols[s], dict(composed.options))
-            deps = tuple(sorted(s.name for s in x.free_symbols))
-            if kind == "default":
-                defaults[n] = (deps, x)
-            else:
-                bounds.setdefault(n, {})[kind] = (deps, x)
-            todo.extend(s for s in deps if s in lib.symbols)
-        if d.divides:
-            bounds.setdefault(n, {})["divides"] = list(d.divides)
-            todo.extend(d.divides)
-    return defaults, bounds
 
 
 # ---------------------------------------------------------------------------
 # escaping: every user string (descriptions, sources, options) that goes into generated
 # code passes through exactly one of these, chosen by the target
-
-def py_string(text: str) -> str:
-    """A triple-quoted Python literal (a docstring) holding ``text`` verbatim, whatever it holds:
-    backslashes and quotes are escaped, so it can never end early or run."""
-    body = str(text).replace("\\", "\\\\").replace('"', '\\"')
-    return '"""' + body + '"""'
-
 
 def c_comment(text: str) -> str:
     """``text`` for the inside of a C / JavaScript block comment: it cannot close the comment."""
@@ -197,8 +55,6 @@ def c_comment(text: str) -> str:
 # ---------------------------------------------------------------------------
 # identifiers
 
-_PY_RESERVED = set(keyword.kwlist) | {"Fraction", "math", "min", "max", "int", "float", "numpy",
-                                       "functools", "_exact"}
 _JS_RESERVED = set("""break case catch class const continue debugger default delete do else enum export
 extends false finally for function if implements import in instanceof interface let new null package
 private protected public return static super switch this throw true try typeof var void while with
@@ -208,22 +64,8 @@ if inline int long register restrict return short signed sizeof static struct sw
 unsigned void volatile while _Bool _Complex _Imaginary fmin fmax ceil floor pow sqrt""".split())
 
 
-def _safe(name: str, reserved: set) -> str:
-    while name in reserved:
-        name += "_"
-    return name
-
-
 # ---------------------------------------------------------------------------
 # code printers (configured by dispatch)
-
-class _Renaming:
-    """Mixin: print symbols under their target-safe names."""
-    _renames: Dict[str, str] = {}
-
-    def _print_Symbol(self, expr):
-        return self._renames.get(expr.name, expr.name)
-
 
 class _DivideLast:
     """Mixin for floating-point targets: ``(p/q)*x`` prints as ``(p*x)/q``, so a whole-number
@@ -238,47 +80,6 @@ class _DivideLast:
             text = f"{body}/{c.q}{self._q_suffix}"
             return f"-{text}" if c < 0 else text
         return super()._print_Mul(expr)
-
-
-class ExactPythonPrinter(_Renaming, PythonCodePrinter):
-    """Pure Python, exact over ``int`` and ``Fraction`` arguments: rationals print as
-    ``Fraction(p, q)``, every quotient as ``_q(numerator, denominator)`` (never ``/``, which
-    would turn two ints into a float): an ``int`` when it divides, else a ``Fraction``, so
-    integers stay ``int`` (fast arithmetic)."""
-
-    def __init__(self, renames, settings=None):
-        super().__init__(dict(settings or {}, fully_qualified_modules=True))
-        self._renames = renames
-
-    def _print_Rational(self, expr):
-        return f"Fraction({expr.p}, {expr.q})"
-
-    def _print_Mul(self, expr):
-        num, den = [], []
-        for f in sympy.Mul.make_args(expr):
-            if f.is_Pow and f.exp.is_Integer and f.exp < 0:
-                den.append(f.base ** -f.exp)
-            elif f.is_Rational and not f.is_Integer:
-                num.append(sympy.Integer(f.p))
-                den.append(sympy.Integer(f.q))
-            else:
-                num.append(f)
-        if not den:
-            return super()._print_Mul(expr)
-        num = [x for x in num if x != 1]
-        n = sympy.Mul(*num, evaluate=False) if len(num) > 1 else (num[0] if num else sympy.Integer(1))
-        d = sympy.Mul(*den, evaluate=False) if len(den) > 1 else den[0]
-        return f"_q({self._print(n)}, {self._print(d)})"
-
-    def _print_Pow(self, expr, rational=False):
-        if not expr.exp.is_Integer:
-            raise InputError(f"cannot compile {expr} exactly: only whole-number powers have exact values")
-        if expr.exp < 0:
-            return f"_q(1, {self._print(expr.base ** -expr.exp)})"
-        return super()._print_Pow(expr, rational)
-
-    def _print_Half(self, expr):
-        return self._print_Rational(expr)
 
 
 class VecNumPyPrinter(_DivideLast, _Renaming, NumPyPrinter):
@@ -305,96 +106,7 @@ class CPrinter(_DivideLast, _Renaming, C99CodePrinter):
 
 
 # ---------------------------------------------------------------------------
-# documentation of the arguments
-
-def _arg_doc(lib, name: str, with_name: bool = True) -> str:
-    d = lib.symbols.get(name)
-    unit = lib.units.get(name, "1")
-    head = f"{name} [{unit}]" if with_name else f"[{unit}]"
-    if d is None:
-        return head
-    bits = [f"{head}: {d.description}", f"domain {d.domain}"]
-    if d.alias:
-        bits.append(f"alias {d.alias}")
-    if d.config_keys:
-        bits.append("config " + " | ".join(d.config_keys))
-    return "; ".join(bits)
-
-
-def _header_lines(p: Prepared, lib, target: str) -> List[str]:
-    from .. import __version__
-    lines = [f"Memory of regime '{p.regime}': {p.description}.",
-             f"Generated by vramsym {__version__} (target {target}) from the regime's formulas; "
-             f"results are in bytes unless a term's unit says otherwise.",
-             "Options: " + ", ".join(f"{k}={v}" for k, v in p.options) + "."]
-    if p.bound:
-        lines.append("Bound constants: " + ", ".join(f"{k} = {v}" for k, v in sorted(p.bound.items())) + ".")
-    lines.append("Arguments (sorted by name):" if p.args else "Arguments: none.")
-    lines += ["  " + _arg_doc(lib, a) for a in p.args]
-    lines.append("Functions:")
-    for e in p.entries:
-        lines.append(f"  {e.func}: {e.description} [{e.unit}]")
-        lines += [f"    source: {s}" for s in e.sources]
-    return lines
-
-
-# ---------------------------------------------------------------------------
 # targets
-
-def _py_module_head(p: Prepared, lib, target: str, ren, note, imports) -> List[str]:
-    """Docstring (header + a note on the arithmetic), imports, __all__ and ARGUMENTS of a Python module."""
-    doc = "\n".join(_header_lines(p, lib, target))
-    return ([py_string("\n".join([doc, ""] + note))] + imports
-            + ["", f"__all__ = {[e.func for e in p.entries]!r}", f"ARGUMENTS = {list(ren[a] for a in p.args)!r}", ""])
-
-
-def python_module(p: Prepared, lib) -> str:
-    """Each function ``f`` is a thin wrapper that makes its arguments exact and calls ``_f``, the
-    exact arithmetic over ``int``/``Fraction`` values that vramsym's compiled regimes run."""
-    ren = {a: _safe(a, _PY_RESERVED) for a in p.args}
-    pr = ExactPythonPrinter(ren)
-    params = ", ".join(ren[a] for a in p.args)
-    out = _py_module_head(p, lib, "python", ren, [
-        "Exact: every argument is converted with Fraction() (pass ints, Fractions or decimal",
-        "strings); a result is an int when whole, else a Fraction. No sympy needed."],
-        ["from fractions import Fraction", "import math"])
-    out += ["",
-           "def _exact(value):",
-           "    value = Fraction(value)",
-           "    return value.numerator if value.denominator == 1 else value",
-           "",
-           "",
-           "def _q(n, d):",
-           "    \"\"\"n / d exactly: an int when d divides n, else a Fraction.\"\"\"",
-           "    if type(n) is int and type(d) is int:",
-           "        q, r = divmod(n, d)",
-           "        if not r:",
-           "            return q",
-           "    return Fraction(n, d)",
-           ""]
-    for e in p.entries:
-        call = f"_{e.func}(" + ", ".join(f"_exact({ren[a]})" for a in p.args) + ")"
-        out += ["", f"def {e.func}({params}):", "    " + py_string(f"{e.description} [{e.unit}]."),
-                f"    return _exact({call})", "",
-                "", f"def _{e.func}({params}):", f"    return {pr.doprint(e.expr)}", ""]
-    if p.defaults:
-        out += ["", "# defaults of symbols a model's config may leave out (symbol: its arguments)"]
-        for name, (deps, expr) in p.defaults.items():
-            dren = {d: _safe(d, _PY_RESERVED) for d in deps}
-            out += ["", f"def _default_{name}({', '.join(dren[d] for d in deps)}):",
-                    f"    return {ExactPythonPrinter(dren).doprint(expr)}", ""]
-        out += [f"DEFAULTS = {{{', '.join(f'{n!r}: {tuple(d)!r}' for n, (d, _) in p.defaults.items())}}}", ""]
-    if p.bounds:
-        out += ["", "# bounds of symbols that other symbols limit (symbol: its arguments)"]
-        for name, b in p.bounds.items():
-            for kind in ("max", "min"):
-                if kind in b:
-                    deps, expr = b[kind]
-                    dren = {d: _safe(d, _PY_RESERVED) for d in deps}
-                    out += ["", f"def _{kind}_{name}({', '.join(dren[d] for d in deps)}):",
-                            f"    return {ExactPythonPrinter(dren).doprint(expr)}", ""]
-    return "\n".join(out)
-
 
 def _numpy(p: Prepared, lib) -> str:
     ren = {a: _safe(a, _PY_RESERVED) for a in p.args}
@@ -524,8 +236,6 @@ def tree(e) -> dict:
 
 
 def _json(p: Prepared, lib) -> str:
-    from .. import __version__
-    from .latex import name_latex
 
     def sym(n):
         d = lib.symbols.get(n)
@@ -559,7 +269,6 @@ def _json(p: Prepared, lib) -> str:
 
 
 def _latex(p: Prepared, lib) -> str:
-    from .latex import name_latex, split_add
     lines = ["% " + ln for ln in _header_lines(p, lib, "latex")]
     rows = []
     for e in p.entries:
@@ -598,7 +307,6 @@ JS_EXACT_RUNTIME_FILE = "exact.js"
 
 def js_exact_runtime() -> str:
     """The text of the exact runtime (``const Q``), read from ``page/exact.js`` on first use."""
-    from .calculator import page_file
     return page_file(JS_EXACT_RUNTIME_FILE)
 
 

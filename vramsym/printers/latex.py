@@ -16,6 +16,8 @@ from sympy.printing.latex import LatexPrinter
 
 from ..lang.build import make_symbol, placeholder
 from ..catalog.capacity import fmt_bytes, to_int_bytes
+from ..engine.results import Solution
+from ..engine.steps import derivation_steps
 
 # ---------------------------------------------------------------------------
 # names and the printer
@@ -214,8 +216,6 @@ def _provenance(p: str) -> Inline:
 def blocks(result, lib) -> List[Block]:
     """The derivation of an :class:`~vramsym.engine.results.Estimate` or :class:`~vramsym.engine.results.Solution`
     as blocks, in the order of its steps (vramsym.engine.steps)."""
-    from ..engine.results import Solution
-    from ..engine.steps import derivation_steps
     sol = result if isinstance(result, Solution) else None
     est = sol.estimate if sol is not None else result
     steps = derivation_steps(result, lib)

@@ -5,7 +5,10 @@ prints them, the tables below render them.
 """
 from __future__ import annotations
 
+from fractions import Fraction
+
 from ..catalog.capacity import fmt_both, fmt_bytes
+from ..engine.layouts import layout_of
 from ..flags import show    # the command line's spelling of a choice
 
 
@@ -35,7 +38,6 @@ def _ranges(est) -> dict:
 
 
 def _layout(est):
-    from ..engine.layouts import layout_of
     return layout_of(est)
 
 
@@ -117,7 +119,6 @@ def print_estimate(data: dict, unit: str | None, out, capacity: int | None = Non
 
 def _end(value: str, r: dict) -> str:
     """A range's end as the CLI prints it: bytes with both units, other values as they are."""
-    from fractions import Fraction
     if r.get("unit") == "byte":
         return f"{int(Fraction(value)):,} B"
     return value

@@ -1,0 +1,455 @@
+"""Stage 5, on a cache miss: a composed regime compiled to exact Python with sympy's printer.
+
+``compile_regime(lib, composed)`` runs once per regime and resolved options: it prints the
+composed regime with the exact Python printer (:class:`ExactPythonPrinter`, the printer of
+``export --to python``, which :mod:`vramsym.printers.codegen` takes from here, so the code the
+engine runs is the code that command prints) and records the symbol table binding needs, as
+plain data that :class:`vramsym.engine.compiled.CompiledRegime` runs and
+:mod:`vramsym.engine.cache` keeps. Only a cache miss imports this module (and sympy).
+"""
+from __future__ import annotations
+
+import keyword
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+import sympy
+from sympy.printing.pycode import PythonCodePrinter
+
+from ..errors import InputError, suggest
+from ..lang import ast as A
+from ..lang.build import to_sympy
+from ..lang.parse import deep_recursion
+from ..version import __version__
+from .compiled import BOUNDS, CHECKPOINT_FIELD, FORMAT
+from .regimes import used_options
+
+
+#: the key of a phase's total among a prepared regime's entries: ``phase:<name>``
+PHASE_KEY = "phase:"
+
+
+@dataclass(frozen=True)
+class Entry:
+    key: str             # "total" or a term name
+    func: str            # function name
+    expr: sympy.Expr     # over the argument symbols (bound values substituted)
+    description: str
+    unit: str
+    sources: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    regime: str
+    description: str
+    options: Tuple[Tuple[str, str], ...]
+    entries: Tuple[Entry, ...]
+    args: Tuple[str, ...]              # symbol names, sorted
+    bound: Dict[str, Fraction]
+    terms: Tuple[str, ...]             # terms reached by the exported entries (for their sources)
+    defaults: Dict[str, Tuple[Tuple[str, ...], sympy.Expr]] = None  # symbol -> (its arguments, default)
+    bounds: Dict[str, Dict] = None     # symbol -> {"max"/"min": (arguments, expr), "divides": [symbols]}
+
+
+def _rational(v) -> sympy.Rational:
+    if isinstance(v, bool):
+        v = int(v)
+    if isinstance(v, float):
+        v = Fraction(repr(v))
+    if isinstance(v, str):
+        try:
+            v = Fraction(v.replace("_", ""))
+        except (ValueError, ZeroDivisionError):
+            raise InputError(f"bound value {v!r} is not a number") from None
+    f = Fraction(v)
+    return sympy.Rational(f.numerator, f.denominator)
+
+
+def _reached(composed, roots: Sequence[str]) -> List[str]:
+    """Terms reached from ``roots`` through the resolved definitions (unused match branches drop)."""
+    out, seen, todo = [], set(), list(roots)
+    while todo:
+        n = todo.pop(0)
+        if n in seen or n not in composed.definitions:
+            continue
+        seen.add(n)
+        out.append(n)
+        todo.extend(sorted(s.name for s in composed.definitions[n].free_symbols
+                           if s.name in composed.definitions and s.name != n))
+    return out
+
+
+def prepare(composed, lib, binding_values: Optional[Mapping[str, object]] = None,
+            term: Optional[str] = None, with_params: bool = False) -> Prepared:
+    bound: Dict[str, Fraction] = {}
+    subs: Dict[sympy.Symbol, sympy.Rational] = {}
+    for k, v in (binding_values or {}).items():
+        decl = lib.symbol_by_alias(k)
+        if decl is None or decl.name not in composed.symbols:
+            hint = suggest(k, list(lib.symbols))
+            raise InputError(f"cannot bind '{k}': no such symbol" + (f"; did you mean {', '.join(hint)}?" if hint else ""))
+        r = _rational(v)
+        bound[decl.name] = Fraction(int(r.p), int(r.q))
+        subs[composed.symbols[decl.name]] = r
+    regime = composed.regime
+    entries: List[Entry] = []
+    if term is None:
+        phases = composed.phases or ()
+        desc = composed.description
+        if len(phases) > 1:
+            desc += " (the largest phase total: " + ", ".join(p.name for p in phases) + ")"
+        entries.append(Entry("total", f"{regime}_total", composed.total.xreplace(subs), desc, "byte", ()))
+        if len(phases) > 1:      # each phase's total: its components, the ones alive in every phase with its own
+            for ph in phases:
+                entries.append(Entry(PHASE_KEY + ph.name, f"{regime}_phase_{ph.name}",
+                                     composed.phase_totals[ph.name].xreplace(subs),
+                                     f"phase {ph.name}: {ph.description}", "byte", ()))
+        keys = list(composed.components)
+    else:
+        if term not in composed.expanded:
+            hint = suggest(term, list(composed.expanded))
+            raise InputError(f"term '{term}' is not part of regime '{regime}'" +
+                             (f"; did you mean {', '.join(hint)}?" if hint else
+                              f"; its components are {', '.join(composed.components)}"))
+        keys = [term]
+    for k in keys:
+        t = lib.terms.get(k)
+        entries.append(Entry(k, f"{regime}_{k}", composed.expanded[k].xreplace(subs),
+                             t.description if t else f"{k} (regime override)",
+                             lib.units.get(k, "byte"), tuple(t.sources) if t else ()))
+    used = set().union(*[e.expr.free_symbols for e in entries])
+    if with_params and "P" in composed.expanded and composed.expanded["P"].free_symbols <= used:
+        # the model's size, when the regime's total reads everything it needs (a regime that
+        # overrides the parameter count with a number does not ask for the model's widths)
+        entries.append(Entry("P", f"{regime}_params", composed.expanded["P"].xreplace(subs),
+                             "parameters of the model", "parameter", ()))
+    args = sorted({s.name for e in entries for s in e.expr.free_symbols})
+    reached = _reached(composed, list(composed.components) if term is None else [term])
+    defaults, bounds = _defaults(composed, lib, args, bound)
+    return Prepared(regime, composed.description, composed.options, tuple(entries), tuple(args), bound,
+                    tuple(reached), defaults, bounds)
+
+
+def _defaults(composed, lib, args, bound):
+    """The defaults and bounds of the free symbols and of every symbol those read, in order:
+    (defaults, bounds) with defaults: symbol -> (its arguments, expression) and bounds:
+    symbol -> {"max"|"min": (arguments, expression), "divides": [symbols]}."""
+    defaults: Dict[str, Tuple[Tuple[str, ...], sympy.Expr]] = {}
+    bounds: Dict[str, Dict] = {}
+    seen = set()
+    todo = [a for a in args if a in lib.symbols]
+    while todo:
+        n = todo.pop(0)
+        if n in seen or n in bound:
+            continue
+        seen.add(n)
+        d = lib.symbols[n]
+        for kind, e in (("default", d.default), ("max", d.max), ("min", d.min)):
+            if e is None:
+                continue
+            x = to_sympy(e, lambda s: composed.symbols[s], dict(composed.options))
+            deps = tuple(sorted(s.name for s in x.free_symbols))
+            if kind == "default":
+                defaults[n] = (deps, x)
+            else:
+                bounds.setdefault(n, {})[kind] = (deps, x)
+            todo.extend(s for s in deps if s in lib.symbols)
+        if d.divides:
+            bounds.setdefault(n, {})["divides"] = list(d.divides)
+            todo.extend(d.divides)
+    return defaults, bounds
+
+
+# ---------------------------------------------------------------------------
+# escaping and identifiers
+
+def py_string(text: str) -> str:
+    """A triple-quoted Python literal (a docstring) holding ``text`` verbatim, whatever it holds:
+    backslashes and quotes are escaped, so it can never end early or run."""
+    body = str(text).replace("\\", "\\\\").replace('"', '\\"')
+    return '"""' + body + '"""'
+
+
+_PY_RESERVED = set(keyword.kwlist) | {"Fraction", "math", "min", "max", "int", "float", "numpy",
+                                       "functools", "_exact"}
+
+def _safe(name: str, reserved: set) -> str:
+    while name in reserved:
+        name += "_"
+    return name
+
+
+# ---------------------------------------------------------------------------
+# the exact Python printer
+
+class _Renaming:
+    """Mixin: print symbols under their target-safe names."""
+    _renames: Dict[str, str] = {}
+
+    def _print_Symbol(self, expr):
+        return self._renames.get(expr.name, expr.name)
+
+
+class ExactPythonPrinter(_Renaming, PythonCodePrinter):
+    """Pure Python, exact over ``int`` and ``Fraction`` arguments: rationals print as
+    ``Fraction(p, q)``, every quotient as ``_q(numerator, denominator)`` (never ``/``, which
+    would turn two ints into a float): an ``int`` when it divides, else a ``Fraction``, so
+    integers stay ``int`` (fast arithmetic)."""
+
+    def __init__(self, renames, settings=None):
+        super().__init__(dict(settings or {}, fully_qualified_modules=True))
+        self._renames = renames
+
+    def _print_Rational(self, expr):
+        return f"Fraction({expr.p}, {expr.q})"
+
+    def _print_Mul(self, expr):
+        num, den = [], []
+        for f in sympy.Mul.make_args(expr):
+            if f.is_Pow and f.exp.is_Integer and f.exp < 0:
+                den.append(f.base ** -f.exp)
+            elif f.is_Rational and not f.is_Integer:
+                num.append(sympy.Integer(f.p))
+                den.append(sympy.Integer(f.q))
+            else:
+                num.append(f)
+        if not den:
+            return super()._print_Mul(expr)
+        num = [x for x in num if x != 1]
+        n = sympy.Mul(*num, evaluate=False) if len(num) > 1 else (num[0] if num else sympy.Integer(1))
+        d = sympy.Mul(*den, evaluate=False) if len(den) > 1 else den[0]
+        return f"_q({self._print(n)}, {self._print(d)})"
+
+    def _print_Pow(self, expr, rational=False):
+        if not expr.exp.is_Integer:
+            raise InputError(f"cannot compile {expr} exactly: only whole-number powers have exact values")
+        if expr.exp < 0:
+            return f"_q(1, {self._print(expr.base ** -expr.exp)})"
+        return super()._print_Pow(expr, rational)
+
+    def _print_Half(self, expr):
+        return self._print_Rational(expr)
+
+
+# ---------------------------------------------------------------------------
+# the exact Python module (``export --to python``)
+
+def _arg_doc(lib, name: str, with_name: bool = True) -> str:
+    d = lib.symbols.get(name)
+    unit = lib.units.get(name, "1")
+    head = f"{name} [{unit}]" if with_name else f"[{unit}]"
+    if d is None:
+        return head
+    bits = [f"{head}: {d.description}", f"domain {d.domain}"]
+    if d.alias:
+        bits.append(f"alias {d.alias}")
+    if d.config_keys:
+        bits.append("config " + " | ".join(d.config_keys))
+    return "; ".join(bits)
+
+
+def _header_lines(p: Prepared, lib, target: str) -> List[str]:
+    lines = [f"Memory of regime '{p.regime}': {p.description}.",
+             f"Generated by vramsym {__version__} (target {target}) from the regime's formulas; "
+             f"results are in bytes unless a term's unit says otherwise.",
+             "Options: " + ", ".join(f"{k}={v}" for k, v in p.options) + "."]
+    if p.bound:
+        lines.append("Bound constants: " + ", ".join(f"{k} = {v}" for k, v in sorted(p.bound.items())) + ".")
+    lines.append("Arguments (sorted by name):" if p.args else "Arguments: none.")
+    lines += ["  " + _arg_doc(lib, a) for a in p.args]
+    lines.append("Functions:")
+    for e in p.entries:
+        lines.append(f"  {e.func}: {e.description} [{e.unit}]")
+        lines += [f"    source: {s}" for s in e.sources]
+    return lines
+
+
+def _py_module_head(p: Prepared, lib, target: str, ren, note, imports) -> List[str]:
+    """Docstring (header + a note on the arithmetic), imports, __all__ and ARGUMENTS of a Python module."""
+    doc = "\n".join(_header_lines(p, lib, target))
+    return ([py_string("\n".join([doc, ""] + note))] + imports
+            + ["", f"__all__ = {[e.func for e in p.entries]!r}", f"ARGUMENTS = {list(ren[a] for a in p.args)!r}", ""])
+
+
+def python_module(p: Prepared, lib) -> str:
+    """Each function ``f`` is a thin wrapper that makes its arguments exact and calls ``_f``, the
+    exact arithmetic over ``int``/``Fraction`` values that vramsym's compiled regimes run."""
+    ren = {a: _safe(a, _PY_RESERVED) for a in p.args}
+    pr = ExactPythonPrinter(ren)
+    params = ", ".join(ren[a] for a in p.args)
+    out = _py_module_head(p, lib, "python", ren, [
+        "Exact: every argument is converted with Fraction() (pass ints, Fractions or decimal",
+        "strings); a result is an int when whole, else a Fraction. No sympy needed."],
+        ["from fractions import Fraction", "import math"])
+    out += ["",
+           "def _exact(value):",
+           "    value = Fraction(value)",
+           "    return value.numerator if value.denominator == 1 else value",
+           "",
+           "",
+           "def _q(n, d):",
+           "    \"\"\"n / d exactly: an int when d divides n, else a Fraction.\"\"\"",
+           "    if type(n) is int and type(d) is int:",
+           "        q, r = divmod(n, d)",
+           "        if not r:",
+           "            return q",
+           "    return Fraction(n, d)",
+           ""]
+    for e in p.entries:
+        call = f"_{e.func}(" + ", ".join(f"_exact({ren[a]})" for a in p.args) + ")"
+        out += ["", f"def {e.func}({params}):", "    " + py_string(f"{e.description} [{e.unit}]."),
+                f"    return _exact({call})", "",
+                "", f"def _{e.func}({params}):", f"    return {pr.doprint(e.expr)}", ""]
+    if p.defaults:
+        out += ["", "# defaults of symbols a model's config may leave out (symbol: its arguments)"]
+        for name, (deps, expr) in p.defaults.items():
+            dren = {d: _safe(d, _PY_RESERVED) for d in deps}
+            out += ["", f"def _default_{name}({', '.join(dren[d] for d in deps)}):",
+                    f"    return {ExactPythonPrinter(dren).doprint(expr)}", ""]
+        out += [f"DEFAULTS = {{{', '.join(f'{n!r}: {tuple(d)!r}' for n, (d, _) in p.defaults.items())}}}", ""]
+    if p.bounds:
+        out += ["", "# bounds of symbols that other symbols limit (symbol: its arguments)"]
+        for name, b in p.bounds.items():
+            for kind in ("max", "min"):
+                if kind in b:
+                    deps, expr = b[kind]
+                    dren = {d: _safe(d, _PY_RESERVED) for d in deps}
+                    out += ["", f"def _{kind}_{name}({', '.join(dren[d] for d in deps)}):",
+                            f"    return {ExactPythonPrinter(dren).doprint(expr)}", ""]
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------
+# the compiled regime as data
+
+def compile_regime(lib, composed) -> dict:
+    """The compiled regime as data: its code and its symbol table."""
+    with deep_recursion():
+        prep = prepare(composed, lib, None, None, with_params=True)
+        code = python_module(prep, lib)
+    extra = _multiple_bounds(lib, composed, prep)
+    code += extra["code"]
+    defaults = dict(prep.defaults, **extra["defaults"])
+    bounds = {n: dict(b) for n, b in prep.bounds.items()}
+    for n, v in extra["multiple"].items():
+        bounds.setdefault(n, {})["multiple"] = v
+    needed = set(prep.args)
+    for deps, _ in defaults.values():
+        needed |= set(deps)
+    for b in bounds.values():
+        for kind, v in b.items():
+            needed |= set(v) if kind == "divides" else set(v[0])
+    symbols = {}
+    for n in sorted(needed):
+        d = lib.symbols[n]
+        symbols[n] = {"alias": d.alias, "domain": d.domain, "keys": list(d.config_keys),
+                      "description": d.description, "unit": lib.units.get(n, "1"),
+                      "default": list(defaults[n][0]) if n in defaults else None}
+        b = bounds.get(n, {})
+        for kind in BOUNDS:
+            if kind in b:
+                symbols[n][kind] = {"args": list(b[kind][0]), "text": _text(lib, b[kind][1]),
+                                    "options": _options_read(getattr(d, kind), dict(composed.options))}
+        if "divides" in b:
+            symbols[n]["divides"] = b["divides"]
+        if d.low is not None:
+            symbols[n]["range"] = [str(_constant(lib, composed, d.low)), str(_constant(lib, composed, d.high))]
+    funcs = {e.key: "_" + e.func for e in prep.entries}
+    comps = []
+    for c in composed.components:
+        t = lib.terms[c]
+        comps.append({"name": c, "func": funcs[c], "description": t.description,
+                      "unit": "byte" if t.share else lib.units.get(c, "byte"),
+                      "host": bool(t.host),
+                      "sources": list(t.sources), "definition": str(composed.definitions[c]),
+                      "formula": str(composed.expanded[c])})
+    # the timeline: each phase with the components alive in it and the function of its total
+    # (None when the regime has one phase: its total is the regime's)
+    phases = [{"name": p.name, "description": p.description, "components": list(p.components),
+               "func": funcs.get(PHASE_KEY + p.name)} for p in composed.phases]
+    used = used_options(lib, composed)
+    used += sorted(p for p, d in lib.presets.items()      # a preset is in effect when what it sets is
+                   if any(o in used for _, assigns, _ in d.cases for o, _, _ in assigns))
+    # options a checkpoint chooses (read `from` a ckpt_* field), where chosen otherwise than by
+    # default: what a message names when a checkpoint's field is missing (--weights-source file)
+    opts = dict(composed.options)
+    from_ckpt = [[o, opts[o]] for o in sorted(used) if o in lib.options and opts.get(o) != lib.options[o].default
+                 and any(k.startswith(CHECKPOINT_FIELD) for k in lib.options[o].config_keys)]
+    return {"format": FORMAT, "regime": composed.regime, "description": composed.description,
+            "chain": list(composed.chain), "options": [list(kv) for kv in composed.options],
+            "used_options": sorted(used), "checkpoint_options": from_ckpt, "overridden": list(composed.overridden),
+            "args": list(prep.args), "symbols": symbols, "components": comps, "phases": phases, "total": funcs["total"],
+            "params": funcs.get("P"), "code": code}
+
+
+def _multiple_bounds(lib, composed, prep) -> dict:
+    """The ``multiple`` bounds of the symbols the regime reads, as code (``_multiple_<symbol>``),
+    with the defaults of the symbols they read that the printer did not reach:
+    ``{"code": str, "multiple": symbol -> (arguments, expression), "defaults": {...}}``."""
+    opts = dict(composed.options)
+    reached = [n for n in composed_symbols(prep) if n in lib.symbols]
+    multiple, defaults, lines = {}, {}, []
+    todo, seen = list(reached), set()
+    while todo:
+        n = todo.pop(0)
+        if n in seen or n in prep.bound:
+            continue
+        seen.add(n)
+        d = lib.symbols[n]
+        for kind, e in (("default", d.default), ("multiple", d.multiple)):
+            if e is None or (kind == "default" and n in reached):
+                continue        # a default of a symbol the printer reached is printed already
+            x = to_sympy(e, lambda s: composed.symbols[s], opts)
+            deps = tuple(sorted(s.name for s in x.free_symbols))
+            todo.extend(s for s in deps if s in lib.symbols)
+            (multiple if kind == "multiple" else defaults)[n] = (deps, x)
+            ren = {a: _safe(a, _PY_RESERVED) for a in deps}
+            lines += ["", f"def _{kind}_{n}({', '.join(ren[a] for a in deps)}):",
+                      f"    return {ExactPythonPrinter(ren).doprint(x)}", ""]
+    return {"code": "\n".join(["", "# whole-multiple bounds (symbol: its arguments)", *lines]) if lines else "",
+            "multiple": multiple, "defaults": defaults}
+
+
+def _text(lib, expr) -> str:
+    """A bound as messages show it: each symbol by its command-line name (``seq``, ``tp``)."""
+    ren = {x: sympy.Symbol(lib.symbols[x.name].alias) for x in expr.free_symbols
+           if x.name in lib.symbols and lib.symbols[x.name].alias}
+    return str(expr.xreplace(ren))
+
+
+def composed_symbols(prep):
+    """The symbols a prepared regime reads, with those its defaults and bounds read."""
+    out = list(prep.args)
+    for deps, _ in prep.defaults.values():
+        out += deps
+    for b in prep.bounds.values():
+        for kind, v in b.items():
+            out += v if kind == "divides" else v[0]
+    return list(dict.fromkeys(out))
+
+
+def _options_read(expr, options) -> list:
+    """The options a bound reads through ``match``, each with the choice in effect, as
+    [[option, choice], ...]: what a message names (``with --offload optimizer-params``)."""
+    out = []
+
+    class Walk(A.Visitor):
+        def visit_Match(self, e):
+            chosen = options[e.option]
+            if [e.option, chosen] not in out:
+                out.append([e.option, chosen])
+            for c in e.cases:
+                if chosen in c.labels:
+                    self.visit(c.expr)
+
+    if expr is not None:
+        Walk().visit(expr)
+    return out
+
+
+def _constant(lib, composed, expr) -> Fraction:
+    """A constant of the formula files (a run-time range's end) as an exact Fraction."""
+    x = to_sympy(expr, lambda s: composed.symbols[s], dict(composed.options))
+    return Fraction(str(x))
