@@ -213,3 +213,86 @@ def test_rules_of_thumb_shown_beside_not_mixed_in(capsys):
     # seed article 2, section 2.2: weights x 1.2 + KV cache + activation peak
     assert h["heuristic_1_2"] == -(-weights * 6 // 5) + kv + act  # rounded up to a whole byte
     assert "heuristic_1_3" in h  # needs the capacity: 0.2 x C
+
+
+# ---- never a silent guess: unknown model types and contradicting fields (issue 21) ----
+
+TINY_CFG = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100}
+
+
+def _cfg(tmp_path, **changes):
+    p = tmp_path / f"config-{len(list(tmp_path.iterdir()))}.json"
+    p.write_text(json.dumps(dict(TINY_CFG, **changes)))
+    return str(p)
+
+
+def test_an_unknown_model_type_is_refused_with_one_sentence(tmp_path, capsys):
+    code, out, err = run(capsys, "estimate", "--model", _cfg(tmp_path, model_type="olmo2"), "--batch", "1", "--seq", "8")
+    assert code == ExitStatus.BAD_INPUT and out == ""
+    line = err.strip()
+    assert "\n" not in line and "'olmo2'" in line and "nearest supported family:" in line
+    assert "`--assume llama` gives an approximation" in line
+    code, out, err = run(capsys, "estimate", "--model", _cfg(tmp_path, model_type=None), "--batch", "1", "--seq", "8")
+    assert code == ExitStatus.BAD_INPUT and "without a model_type" in err and "--assume llama" in err
+
+
+def test_assume_llama_says_it_everywhere(tmp_path, capsys):
+    p = _cfg(tmp_path, model_type="olmo2")
+    code, out, err = run(capsys, "estimate", "--model", p, "--assume", "llama", "--batch", "1", "--seq", "8")
+    assert code == 0
+    assert "vramsym: warning:" in err and "approximation" in err and "'olmo2'" in err
+    assert "APPROXIMATE: model_type 'olmo2'" in out
+    code, out, err = run(capsys, "estimate", "--model", p, "--assume", "llama", "--batch", "1", "--seq", "8", "--json")
+    d = json.loads(out)
+    assert d["approximate"] is True and "'olmo2'" in d["approximate_reason"] and "Llama-style" in d["approximate_reason"]
+    # the same structure as a llama config: the same numbers, only marked
+    code, out2, _ = run(capsys, "estimate", "--model", _cfg(tmp_path), "--batch", "1", "--seq", "8", "--json")
+    d2 = json.loads(out2)
+    assert d2["approximate"] is False and d2["approximate_reason"] is None and d2["total_bytes"] == d["total_bytes"]
+    code, out, err = run(capsys, "solve", "max_batch", "--model", p, "--assume", "llama", "--seq", "8", "--gpu", "1GB",
+                         "--json")
+    assert code == 0 and json.loads(out)["approximate"] is True and "warning" in err
+    code, out, err = run(capsys, "fit", "--model", p, "--assume", "llama", "--gpu", "24GB", "--json")
+    assert code == 0 and json.loads(out)["approximate"] is True
+
+
+def test_assume_takes_only_llama(tmp_path, capsys):
+    code, out, err = run(capsys, "estimate", "--model", "llama-3.1-8b", "--assume", "mamba", "--batch", "1", "--seq", "8")
+    assert code == ExitStatus.USAGE and "--assume has no choice 'mamba'" in err
+
+
+@pytest.mark.parametrize("changes,field", [
+    ({"ssm_state_size": 128}, "ssm_state_size"),
+    ({"mamba_d_state": 16}, "mamba_d_state"),
+    ({"hybrid_override_pattern": "M-M*"}, "hybrid_override_pattern"),
+    ({"layers_block_type": ["mamba", "attention"]}, "layers_block_type"),
+    ({"attn_layer_indices": [1]}, "attn_layer_indices"),
+    ({"intermediate_size": [128, 256]}, "intermediate_size"),
+    ({"hidden_size_per_layer_input": 256}, "hidden_size_per_layer_input"),
+    ({"layer_types": ["full_attention", "linear_attention"]}, "layer_types"),
+    ({"kv_lora_rank": 512}, "kv_lora_rank"),
+])
+def test_a_known_type_with_contradicting_fields_is_refused_naming_the_field(tmp_path, capsys, changes, field):
+    p = _cfg(tmp_path, **changes)
+    code, out, err = run(capsys, "estimate", "--model", p, "--batch", "1", "--seq", "8")
+    assert code == ExitStatus.BAD_INPUT, (code, out, err)
+    assert f"'{field}'" in err and "model_type 'llama'" in err and "--assume llama" in err, err
+
+
+def test_assume_llama_ignores_a_contradicting_field_and_says_which(tmp_path, capsys):
+    p = _cfg(tmp_path, ssm_state_size=128)
+    code, out, err = run(capsys, "estimate", "--model", p, "--assume", "llama", "--batch", "1", "--seq", "8", "--json")
+    assert code == 0 and "'ssm_state_size'" in json.loads(out)["approximate_reason"]
+
+
+def test_falcon_multi_query_reads_one_kv_head(tmp_path, capsys):
+    cfg = {"model_type": "falcon", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+           "vocab_size": 100, "multi_query": True, "parallel_attn": True, "bias": False}
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    m = __import__("vramsym").load_model(str(p))
+    assert m.config["num_key_value_heads"] == 1 and m.approximate is None
+    p.write_text(json.dumps(dict(cfg, new_decoder_architecture=True, num_kv_heads=2)))
+    code, out, err = run(capsys, "estimate", "--model", str(p), "--batch", "1", "--seq", "8")
+    assert code == ExitStatus.BAD_INPUT and "'new_decoder_architecture'" in err

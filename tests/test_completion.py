@@ -114,6 +114,8 @@ BASH = [
     (["vramsym", "export", "--to", "j"], ["javascript", "json"]),
     (["vramsym", "derive", "--format", ""], ["latex", "markdown"]),
     (["vramsym", "estimate", "--set", "n_kv"], ["n_kv="]),
+    (["vramsym", "estimate", "--assume", ""], ["llama"]),
+    (["vramsym", "fit", "--ass"], ["--assume"]),
 ]
 
 

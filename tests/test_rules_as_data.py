@@ -145,15 +145,21 @@ def test_every_rule_in_the_data_is_known_and_cited():
 
 
 def test_an_underscore_model_type_is_unknown_not_a_crash():
-    spec = M._spec({"model_type": "_comment", "num_hidden_layers": 2, "hidden_size": 8}, "x", "test")
-    assert any("not in formulas/architectures.json" in n for n in spec.notes)
+    cfg = {"model_type": "_comment", "num_hidden_layers": 2, "hidden_size": 8}
+    with pytest.raises(M.InputError, match="'_comment' .* is not in formulas/architectures.json"):
+        M._spec(cfg, "x", "test")
+    spec = M._spec(cfg, "x", "test", assume="llama")
+    assert "not in formulas/architectures.json" in spec.approximate
 
 
 def test_rules_only_entry_gives_no_facts():
-    spec = M._spec({"model_type": "gemma3", "num_hidden_layers": 12, "sliding_window": 512}, "x", "test")
+    cfg = {"model_type": "gemma3", "num_hidden_layers": 12, "sliding_window": 512}
+    with pytest.raises(M.InputError, match="'gemma3' .*nearest supported family: gemma3_text"):
+        M._spec(cfg, "x", "test")           # rules only: the model_type still counts as unknown
+    spec = M._spec(cfg, "x", "test", assume="llama")
     assert spec.config["arch_sliding_layers"] == 10
     assert spec.config["arch_norms_per_layer"] == 2          # the default's, as for any unknown type
-    assert any("'gemma3' is not in formulas/architectures.json" in n for n in spec.notes)
+    assert "'gemma3' is not in formulas/architectures.json" in spec.approximate
 
 
 # ---- quantization_config ----

@@ -19,9 +19,13 @@ def vocabulary(formulas=()):
     return _vocabulary(formulas)
 
 
-def load_model(name_or_path: str, extra=()):
-    """A catalog name (``llama-3.1-8b``) or the path of a Hugging Face config.json."""
-    return _load(name_or_path, list(extra))
+def load_model(name_or_path: str, extra=(), assume=None):
+    """A catalog name (``llama-3.1-8b``), the path of a Hugging Face config.json, a checkpoint folder,
+    a ``.gguf`` file or a Hub id. A ``model_type`` that formulas/architectures.json does not describe
+    (or a config whose fields contradict the structure the formulas read) is refused with an
+    :class:`InputError` unless ``assume="llama"``: then it is read as a Llama-style decoder and
+    ``model.approximate`` (and every estimate's ``approximate``) gives the reason."""
+    return _load(name_or_path, list(extra), assume)
 
 
 def compile(model=None, regime: str = "inference", options=None, library=None, formulas=(), vocabulary=None):

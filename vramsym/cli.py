@@ -95,9 +95,15 @@ COMMANDS = [
 
 
 # the flag groups a command may take; "model?" is the optional form of "model"
+ASSUME = Flag("--assume", choices=["llama"],
+              help="read a model whose model_type vramsym does not describe (or whose config has fields the "
+                   "formulas do not read) as a Llama-style decoder: an approximation, said on stderr, in the "
+                   "table and in --json (approximate, approximate_reason); without it such a model is refused")
+
 STATIC_GROUPS = {
-    "model": [Flag("--model", required=True, help="catalog name (see `vramsym models`) or path to a config.json")],
-    "model?": [Flag("--model", help="bind this model's numbers (catalog name or config.json path)")],
+    "model": [Flag("--model", required=True, help="catalog name (see `vramsym models`) or path to a config.json"),
+              ASSUME],
+    "model?": [Flag("--model", help="bind this model's numbers (catalog name or config.json path)"), ASSUME],
     "gpu": [Flag("--gpu", required=True, help="capacity: 24GB (10^9 B), 24GiB (2^30 B), 80000MiB, or a GPU name")],
     "gpu?": [Flag("--gpu", help="capacity to compare with (24GB, 24GiB, a GPU name)")],
     "output": [Flag("--unit", choices=["GiB", "GB"], help="show sizes in GiB (2^30 B) or GB (10^9 B); default both"),
@@ -132,7 +138,8 @@ STATIC_GROUPS = {
                                         "(for the first --gpu)"),
              Flag("--output", short="-o", metavar="FILE", help="write the picture: FILE.png, FILE.svg or FILE.pdf")],
     "html": [Flag("--output", short="-o", metavar="FILE", required=True, help="the page to write (calculator.html)"),
-             Flag("--model", "append", metavar="MODEL", help="models on the page (repeatable; default the whole catalog)")],
+             Flag("--model", "append", metavar="MODEL", help="models on the page (repeatable; default the whole catalog)"),
+             ASSUME],
     "dtype_name": [Flag("name", "positional", required=True, metavar="FORMAT", help="bf16, fp8-e4m3, nf4, ...")],
     "files": [Flag("files", "positional+", metavar="FILE", help="formula files to check")],
     "shell": [Flag("shell", "positional", required=True, choices=["bash", "zsh", "fish"], metavar="SHELL",
@@ -229,12 +236,20 @@ def _options(args):
     return {k[4:]: v for k, v in vars(args).items() if k.startswith("opt_") and v is not None}
 
 
+def _load_model(args):
+    """The --model of a command, with its --assume; an approximate model says so on stderr."""
+    model = vramsym.load_model(args.model, args.formulas, assume=getattr(args, "assume", None))
+    if model.approximate:
+        print(f"vramsym: warning: {model.name} is an approximation: {model.approximate}", file=sys.stderr)
+    return model
+
+
 def _print_json(data) -> None:
     print(json.dumps(data, indent=2))
 
 
 def cmd_estimate(args, voc):
-    model = vramsym.load_model(args.model, args.formulas)
+    model = _load_model(args)
     inputs, opts = _inputs(args, voc.iface), _options(args)
     capacity = vramsym.resolve_capacity(args.gpu)[0] if args.gpu else None
     r = vramsym.compile(model, args.regime, opts, formulas=args.formulas, vocabulary=voc)
@@ -264,7 +279,7 @@ def cmd_estimate(args, voc):
 
 def cmd_solve(args, voc):
     capacity, cap_desc = vramsym.resolve_capacity(args.gpu)
-    model = vramsym.load_model(args.model, args.formulas)
+    model = _load_model(args)
     inputs = _inputs(args, voc.iface)
     r = vramsym.compile(model, args.regime, _options(args), formulas=args.formulas, vocabulary=voc)
     _warn_unused(r, args, voc.iface)
@@ -288,6 +303,7 @@ def _solve_min_gpus(args, r, capacity, cap_desc, inputs):
             "layouts": [{"layout": l, "total_bytes": e.total_bytes, "headroom_bytes": capacity - e.total_bytes}
                         for e, l in res["layouts"][:8]],
             "problems": [{"layout": l, "error": m} for l, m in res["problems"]],
+            "approximate": est.approximate is not None, "approximate_reason": est.approximate,
             "estimate": estimate_data(est)}
     if args.json:
         _print_json(data)
@@ -298,7 +314,7 @@ def _solve_min_gpus(args, r, capacity, cap_desc, inputs):
 
 def cmd_fit(args, voc):
     capacity, desc = vramsym.resolve_capacity(args.gpu)
-    model = vramsym.load_model(args.model, args.formulas)
+    model = _load_model(args)
     unit = args.unit or "GiB"
     rows = []
     for regime, opts in voc.iface["fits"]:
@@ -323,9 +339,12 @@ def cmd_fit(args, voc):
                      "min_gpus": min_gpus, "min_gpus_layout": layout})
     if args.json:
         _print_json({"model": model.name, "capacity_bytes": capacity, "batch": args.batch, "seq": args.seq,
+                     "approximate": model.approximate is not None, "approximate_reason": model.approximate,
                      "scenarios": rows})
         return ExitStatus.OK
     print(f"{model.name} on {desc} = {capacity:,} B; batch {args.batch}, seq {args.seq}; sizes in {unit}")
+    if model.approximate:
+        print(f"APPROXIMATE: {model.approximate}")
     print(f"  {'regime':<10} {'options':<52} {'total ' + unit:>10} {'headroom ' + unit:>13}  fits  max batch"
           f"  min GPUs (ZeRO-3, tp x dp)")
     for row in rows:
@@ -339,7 +358,7 @@ def cmd_fit(args, voc):
 
 
 def cmd_derive(args, voc):
-    model = vramsym.load_model(args.model, args.formulas)
+    model = _load_model(args)
     lib = voc.load_library()
     r = vramsym.compile(model, args.regime, _options(args), library=lib)
     if args.solve:
@@ -357,7 +376,7 @@ def cmd_derive(args, voc):
 
 
 def cmd_export(args, voc):
-    model = vramsym.load_model(args.model, args.formulas) if args.model else None
+    model = _load_model(args) if args.model else None
     free = tuple(f.strip() for f in args.free.split(",") if f.strip())
     text = vramsym.export(args.regime, args.to, model, _options(args), free, args.term, library=voc.load_library())
     if args.json:
@@ -368,7 +387,7 @@ def cmd_export(args, voc):
 
 
 def cmd_measure(args, voc):
-    model = vramsym.load_model(args.model, args.formulas)
+    model = _load_model(args)
     try:
         steps = int(args.decode_steps)
     except ValueError:
@@ -474,12 +493,15 @@ def cmd_check(args, voc):
 
 def cmd_advise(args, voc):
     capacity, cap_desc = vramsym.resolve_capacity(args.gpu)
-    model = vramsym.load_model(args.model, args.formulas)
+    model = _load_model(args)
     res = vramsym.advise(model, args.regime, _options(args), _inputs(args, voc.iface), args.gpu,
                          model_ref=args.model, formulas=args.formulas, vocabulary=voc)
     if args.json:
-        _print_json({k: v for k, v in res.items() if k != "estimate"})
+        _print_json({**{k: v for k, v in res.items() if k != "estimate"},
+                     "approximate": model.approximate is not None, "approximate_reason": model.approximate})
     else:
+        if model.approximate:
+            print(f"APPROXIMATE: {model.approximate}")
         print_advice(res, cap_desc, args.unit, sys.stdout)
     return ExitStatus.OK
 
@@ -488,7 +510,7 @@ _PLOT_TO = {"batch": "64", "seq": "131072", "lora_rank": "256", "gpus": "64"}
 
 
 def cmd_plot(args, voc):
-    model = vramsym.load_model(args.model, args.formulas)
+    model = _load_model(args)
     inputs = _inputs(args, voc.iface)
     if not args.output and not args.json:
         raise InputError("plot needs -o FILE.png|FILE.svg|FILE.pdf (or --json for the plotted data)")
@@ -523,7 +545,11 @@ def cmd_plot(args, voc):
 
 
 def cmd_html(args, voc):
-    text = vramsym.calculator_html(args.model or None)
+    for name in args.model if args.assume else ():
+        m = vramsym.load_model(name, assume=args.assume)
+        if m.approximate:
+            print(f"vramsym: warning: {m.name} is an approximation: {m.approximate}", file=sys.stderr)
+    text = vramsym.calculator_html(args.model or None, assume=args.assume)
     try:
         with open(args.output, "w", encoding="utf-8") as fh:
             fh.write(text)

@@ -60,9 +60,10 @@ def sensitivity(estimate, names=("batch", "seq"), library=None) -> dict:
     return _sens(estimate, names, library)
 
 
-def calculator_html(models=None) -> str:
-    """The self-contained calculator page (``vramsym html``) for ``models`` (default: the catalog)."""
-    return page(models, _voc())
+def calculator_html(models=None, assume=None) -> str:
+    """The self-contained calculator page (``vramsym html``) for ``models`` (default: the catalog);
+    ``assume``: as for :func:`load_model`."""
+    return page(models, _voc(), assume=assume)
 
 
 def derive(result, fmt: str = "markdown", standalone: bool = False, library=None) -> str:

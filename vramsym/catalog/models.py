@@ -22,15 +22,17 @@ from .sources import MAX_CONFIG_BYTES, Found, read_config   # noqa: F401 (MAX_CO
 
 class ModelSpec:
     """A model: its config (flattened, with the architecture facts), where it came from."""
-    __slots__ = ("name", "config", "source", "hf_id", "published_params", "notes", "raw_config", "checkpoint")
+    __slots__ = ("name", "config", "source", "hf_id", "published_params", "notes", "raw_config", "checkpoint",
+                 "approximate")
 
     def __init__(self, name: str, config: dict, source: str, hf_id: str | None = None,
                  published_params: int | None = None, notes: tuple[str, ...] = (),
-                 raw_config: dict | None = None, checkpoint: dict | None = None):
+                 raw_config: dict | None = None, checkpoint: dict | None = None, approximate: str | None = None):
         self.name, self.config, self.source, self.hf_id = name, config, source, hf_id
         self.published_params, self.notes = published_params, tuple(notes)
         self.raw_config = raw_config   # the config.json as given (for building the real model)
         self.checkpoint = checkpoint   # what was read from the weight files' headers (None: a config only)
+        self.approximate = approximate  # why the numbers are an approximation (--assume llama), or None: exact structure
 
     def __repr__(self):
         return f"ModelSpec({self.name!r}, source={self.source!r})"
@@ -58,11 +60,17 @@ def _architectures() -> dict:
     return json.loads(read_text(os.path.join(formulas_path(), "architectures.json")))
 
 
-def load_model(name_or_path: str, extra=None) -> ModelSpec:
+def load_model(name_or_path: str, extra=None, assume: str | None = None) -> ModelSpec:
     """A catalog name (``llama-3.1-8b``); a path to a config.json, or a folder holding one (with
     ``*.safetensors`` beside it, a checkpoint: the weights' bytes from their headers); a ``.gguf``
     file; or a Hugging Face id ``org/name`` (config.json and safetensors headers, honouring
-    ``HF_HUB_OFFLINE`` and the local cache)."""
+    ``HF_HUB_OFFLINE`` and the local cache).
+
+    A ``model_type`` that ``formulas/architectures.json`` does not describe, or a config whose
+    fields contradict the structure the formulas read, is refused (:class:`InputError`) unless
+    ``assume="llama"``: then the model is read as a Llama-style decoder and the spec says it is an
+    approximation (``ModelSpec.approximate``, the reason)."""
+    check_assume(assume)
     cat = _model_files(extra)
     key = str(name_or_path).strip()
     if key.lower() in cat:
@@ -70,24 +78,25 @@ def load_model(name_or_path: str, extra=None) -> ModelSpec:
         if not isinstance(entry.get("config"), dict):
             raise InputError(f"model catalog entry '{cat[key.lower()]}' has no \"config\" object")
         return _spec(entry["config"], entry.get("name", key), entry.get("source", cat[key.lower()]),
-                     entry.get("hf_id"), entry.get("published_params"))
+                     entry.get("hf_id"), entry.get("published_params"), assume=assume)
     path = os.path.expanduser(key)
     if os.path.isdir(path):
         if os.path.lexists(os.path.join(path, "config.json")):
-            return load_checkpoint_dir(path)
+            return load_checkpoint_dir(path, assume=assume)
         raise InputError(f"model folder '{path}' has no config.json (a checkpoint folder needs the model's "
                          f"config.json beside its weights)")
     if os.path.lexists(path):
         if _is_gguf(path):
-            return from_found(read_gguf_model(path))
+            return from_found(read_gguf_model(path), assume)
         raw = read_config(path)
         if "config" in raw and isinstance(raw["config"], dict) and "name" in raw:
-            return _spec(raw["config"], raw["name"], path, raw.get("hf_id"), raw.get("published_params"))
+            return _spec(raw["config"], raw["name"], path, raw.get("hf_id"), raw.get("published_params"),
+                         assume=assume)
         base = os.path.basename(path)
         name = os.path.basename(os.path.dirname(os.path.abspath(path))) if base == "config.json" else os.path.splitext(base)[0]
-        return _spec(raw, name, path)
+        return _spec(raw, name, path, assume=assume)
     if is_hub_id(key):
-        return from_found(load_hub(key))
+        return from_found(load_hub(key), assume)
     hint = suggest(key.lower(), cat)
     msg = f"unknown model '{key}': not a catalog name, not a path to a config.json, a checkpoint folder or a .gguf file"
     msg += f"; did you mean {', '.join(hint)}?" if hint else "; run `vramsym models` for the catalog"
@@ -119,20 +128,30 @@ def _refuse_internal(config: dict, where: str, source):
                              f"from the config")
 
 
-def load_checkpoint_dir(path, name=None, source=None, hf_id=None, root=None) -> ModelSpec:
+def load_checkpoint_dir(path, name=None, source=None, hf_id=None, root=None, assume=None) -> ModelSpec:
     """A folder with a config.json, and its safetensors checkpoint when it has one. Every file read
     must lie inside ``root`` (default: the folder itself)."""
-    return from_found(read_folder(path, name, source, hf_id, root))
+    return from_found(read_folder(path, name, source, hf_id, root), assume)
 
 
-def from_found(f: Found) -> ModelSpec:
+def from_found(f: Found, assume=None) -> ModelSpec:
     """The model a reader found (:class:`~vramsym.catalog.sources.Found`)."""
     return _spec(f.config, f.name, f.source, f.hf_id, f.published, fields=f.fields, extra_notes=f.notes,
-                 checkpoint=f.checkpoint)
+                 checkpoint=f.checkpoint, assume=assume)
+
+
+#: the values of ``--assume``: the structure read for a model vramsym does not describe
+ASSUMABLE = ("llama",)
+
+
+def check_assume(assume) -> None:
+    if assume is not None and assume not in ASSUMABLE:
+        raise InputError(f"--assume takes {', '.join(ASSUMABLE)} (a Llama-style decoder), not {str(assume)[:40]!r}")
 
 
 def _spec(config: dict, name: str, source: str, hf_id=None, published=None, fields=None,
-          extra_notes=(), checkpoint=None) -> ModelSpec:
+          extra_notes=(), checkpoint=None, assume=None) -> ModelSpec:
+    check_assume(assume)
     cfg = dict(config)
     notes: list[str] = []
     _refuse_internal(cfg, "", source)
@@ -147,12 +166,32 @@ def _spec(config: dict, name: str, source: str, hf_id=None, published=None, fiel
         raise InputError(f"model config field 'model_type' is a {type(mt).__name__}, not a name such as \"llama\"")
     facts = dict(arch["default"])
     entry = _entry(arch, mt)
-    if entry is not None and not entry.get("rules_only"):
+    known = entry is not None and not entry.get("rules_only")
+    approximate = None
+    refused = None
+    if known:
         facts.update(entry)
+        refused = _aliases(cfg, entry)
+    elif assume is None:
+        raise InputError(_unknown_sentence(cfg, mt, arch, source))
     else:
-        notes.append(f"model_type {mt!r} is not in formulas/architectures.json: assumed a Llama-style "
-                     "decoder (gated MLP, RMSNorm, no hard-coded biases)")
-    for k in ("source", *RULE_KEYS):
+        approximate = (f"model_type {mt!r} is not in formulas/architectures.json" if mt is not None
+                       else "the config names no model_type") + \
+            ": --assume llama reads it as a Llama-style decoder (gated MLP, RMSNorm, no hard-coded biases)"
+    clash = refused or _contradiction(cfg, facts, arch)
+    if clash is not None:
+        field, what = clash
+        if assume is None:
+            raise InputError(f"model config field '{field}' of '{source}' is {what}, which the structure of "
+                             f"model_type {mt!r} that vramsym reads (formulas/architectures.json) does not have: "
+                             f"refused rather than guessed; `--assume llama` ignores it and gives an approximation")
+        approximate = (approximate + "; " if approximate else "--assume llama: ") + \
+            f"the config's '{field}' ({what}) is ignored"
+    if approximate:
+        notes.append(f"approximate: {approximate}")
+    elif assume is not None:
+        notes.append(f"--assume {assume} changes nothing: model_type {mt!r} is in formulas/architectures.json")
+    for k in ("source", *RULE_KEYS, *ENTRY_KEYS):
         facts.pop(k, None)
     for k, v in facts.items():
         cfg.setdefault(k, v)
@@ -160,7 +199,92 @@ def _spec(config: dict, name: str, source: str, hf_id=None, published=None, fiel
     cfg.update(fields or {})
     notes += list(extra_notes)
     return ModelSpec(name=name, config=cfg, source=source, hf_id=hf_id, published_params=published,
-                     notes=tuple(notes), raw_config=dict(config), checkpoint=checkpoint)
+                     notes=tuple(notes), raw_config=dict(config), checkpoint=checkpoint, approximate=approximate)
+
+
+# keys of an architectures.json entry that are not facts: field aliases and conditional settings
+ENTRY_KEYS = ("defaults", "aliases", "cases")
+
+
+def _set(v) -> bool:
+    """Whether a config value is set: not missing, null, 0, false or empty."""
+    return v is not None and v is not False and v != 0 and v != [] and v != {} and v != ""
+
+
+def _aliases(cfg: dict, entry: dict):
+    """The entry's field aliases (``{"num_key_value_heads": ["num_kv_heads"]}``: a field the model
+    class reads under another name, used when the config does not set the formulas' name) and its
+    ``cases`` (applied first, so that a field a case sets is not taken from an alias), tried in
+    order, each with a condition as the layer rules have (``if_set``,
+    ``unless_set``, ...): ``set`` (fields the model class forces, e.g. one KV head when
+    ``multi_query``) or ``refuse`` (a variant of the family the formulas do not read: returned as
+    (field, what it is), to be refused like any contradicting field). Its ``defaults`` (the config
+    class's defaults of the fields the aliases and cases read) come first, for a config that leaves
+    them out. Applied in place."""
+    for k, v in (entry.get("defaults") or {}).items():
+        if k not in cfg or cfg[k] is None:
+            cfg[k] = v
+    for case in entry.get("cases") or []:
+        if _applies(case, cfg):
+            if "refuse" in case:
+                field = case.get("if_set") or case.get("unless_set") or next(iter(case.get("if_present", [])), "?")
+                return field, case["refuse"]
+            cfg.update(case.get("set") or {})
+    for target, sources in (entry.get("aliases") or {}).items():
+        if cfg.get(target) is None:
+            for src in sources:
+                if cfg.get(src) is not None:
+                    cfg[target] = cfg[src]
+                    break
+    return None
+
+
+def _contradiction(cfg: dict, facts: dict, arch: dict):
+    """(field, what it is) for the first config field that contradicts the structure the formulas
+    read (the ``_checks`` of formulas/architectures.json), or None."""
+    checks = arch.get("_checks") or {}
+    for field, what in (checks.get("fields") or {}).items():
+        if field in cfg and _set(cfg[field]):
+            return field, what
+    for field in checks.get("numbers") or []:
+        if isinstance(cfg.get(field), list):
+            return field, "a per-layer list where the formulas read one number"
+    lt = cfg.get("layer_types")
+    if isinstance(lt, list):
+        read = set(checks.get("layer_types") or [])
+        odd = next((t for t in lt if t not in read), None)
+        if odd is not None:
+            return "layer_types", f"a layer pattern with {str(odd)[:40]!r} layers, which the formulas do not read"
+    if facts.get("arch_attention") != "mla":
+        for field in checks.get("mla_fields") or []:
+            if field in cfg and _set(cfg[field]):
+                return field, "a field of multi-head latent attention (MLA) on a model_type not marked MLA"
+    return None
+
+
+def _nearest(cfg: dict, mt, arch: dict) -> str:
+    """The supported family closest to a config: by name (a known model_type that is a prefix of it,
+    or a close spelling), else by structure (MLA, mixture of experts, else Llama)."""
+    known = [k for k, e in arch.items() if _entry(arch, k) is not None and k != "default" and not e.get("rules_only")]
+    if isinstance(mt, str) and mt:
+        prefix = [k for k in known if mt.startswith(k) or k.startswith(mt)]
+        if prefix:
+            return max(prefix, key=len)
+        close = suggest(mt, known, 1)
+        if close:
+            return close[0]
+    if _set(cfg.get("kv_lora_rank")):
+        return "deepseek_v3"
+    if _set(_first(cfg, "num_local_experts", "num_experts", "n_routed_experts")):
+        return "mixtral"
+    return "llama"
+
+
+def _unknown_sentence(cfg: dict, mt, arch: dict, source) -> str:
+    what = f"model_type {mt!r}" if mt is not None else "a config without a model_type"
+    return (f"{what} of '{source}' is not in formulas/architectures.json, so vramsym does not know its structure "
+            f"(nearest supported family: {_nearest(cfg, mt, arch)}): refused rather than guessed; "
+            f"`--assume llama` gives an approximation as a Llama-style decoder")
 
 
 def _first(cfg: dict, *keys, default=None):
@@ -209,9 +333,11 @@ def _rules(arch: dict, mt, kind: str) -> list:
 
 def _applies(rule: dict, cfg: dict) -> bool:
     """Whether a rule's condition holds: ``if_present`` (one of the keys is in the config, even
-    null), ``if_list`` (the field is a list), ``unless_set`` (the field is missing, null, 0, false
-    or empty)."""
+    null), ``if_list`` (the field is a list), ``if_set`` (the field is set: not missing, null, 0,
+    false or empty), ``unless_set`` (the field is missing, null, 0, false or empty)."""
     if "if_present" in rule and not any(k in cfg for k in rule["if_present"]):
+        return False
+    if "if_set" in rule and not _set(cfg.get(rule["if_set"])):
         return False
     if "if_list" in rule and not isinstance(cfg.get(rule["if_list"]), list):
         return False

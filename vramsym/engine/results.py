@@ -57,12 +57,13 @@ class PhaseTotal:
 
 class Estimate:
     """The memory of one configuration. ``total_bytes`` (int) is what the CLI prints."""
-    __slots__ = ("compiled", "model", "binding", "exact_total", "notes", "_components", "_phases")
+    __slots__ = ("compiled", "model", "binding", "exact_total", "notes", "_components", "_phases", "approximate")
 
-    def __init__(self, compiled, model, binding, exact_total, notes=()):
+    def __init__(self, compiled, model, binding, exact_total, notes=(), approximate=None):
         self.compiled, self.model, self.binding = compiled, model, binding
         self.exact_total, self.notes, self._components = exact_total, tuple(notes), None
         self._phases = None
+        self.approximate = approximate   # why the model's structure is an approximation (--assume), or None
 
     regime = property(lambda self: self.compiled.regime)
     description = property(lambda self: self.compiled.description)

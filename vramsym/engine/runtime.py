@@ -190,7 +190,8 @@ class Compiled:
         if self._weights_check is not None:
             notes = tuple(notes) + (self._compare_weights(values, prov),)
         name = self.model.name if self.model is not None else ""
-        est = Estimate(self.regime, name, Binding(values, prov), self.regime.total(values), notes)
+        est = Estimate(self.regime, name, Binding(values, prov), self.regime.total(values), notes,
+                       getattr(self.model, "approximate", None))
         if est.exact_total < 0:
             negative(est)
         return est

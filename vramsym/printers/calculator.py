@@ -55,7 +55,7 @@ def _frac(v) -> str:
     return str(f.numerator) if f.denominator == 1 else f"{f.numerator}/{f.denominator}"
 
 
-def build_data(models=None, voc=None) -> tuple[dict, str]:
+def build_data(models=None, voc=None, assume=None) -> tuple[dict, str]:
     """(data, functions): the page's JSON data and the JavaScript of its groups' components."""
     voc = voc or vocabulary()
     lib = voc.load_library()
@@ -64,8 +64,9 @@ def build_data(models=None, voc=None) -> tuple[dict, str]:
         raise InputError("the page needs at least one model")
     groups, configs, model_rows, funcs = {}, {}, [], []
     for name in names:
-        spec = load_model(name, [])
-        model_rows.append({"name": name, "label": spec.name, "source": str(spec.source), "hf_id": spec.hf_id})
+        spec = load_model(name, [], assume)
+        label = spec.name + (" (approximate: --assume llama)" if spec.approximate else "")
+        model_rows.append({"name": name, "label": label, "source": str(spec.source), "hf_id": spec.hf_id})
         for regime, precisions in PAGE_REGIMES.items():
             for precision in precisions:
                 r = _compile(spec, regime, {"precision": precision}, vocabulary_=voc)
@@ -122,8 +123,8 @@ def build_data(models=None, voc=None) -> tuple[dict, str]:
 
 _SLOT = re.compile(r"/\*(DATA|RUNTIME|APP)\*/")
 
-def page(models=None, voc=None) -> str:
-    data, funcs = build_data(models, voc)
+def page(models=None, voc=None, assume=None) -> str:
+    data, funcs = build_data(models, voc, assume)
     fill = {"DATA": _json_for_script(data), "RUNTIME": js_exact_runtime() + funcs, "APP": page_file(APP_FILE)}
     # one pass over the template: what a slot receives (a model's name, a path) is never searched
     # for another slot, so no data can create one or hit one

@@ -26,7 +26,8 @@ def estimate_data(est) -> dict:
             "inputs": {k: str(v) for k, v in sorted(est.inputs.items())},
             "total_bytes": est.total_bytes, "low_bytes": est.low_bytes, "high_bytes": est.high_bytes,
             "ranges": _ranges(est), "host_bytes": est.host_bytes, "layout": _layout(est),
-            "components": rows, "phases": phases, "peak_phase": peak.name, "notes": list(est.notes)}
+            "components": rows, "phases": phases, "peak_phase": peak.name, "notes": list(est.notes),
+            "approximate": est.approximate is not None, "approximate_reason": est.approximate}
 
 
 def _ranges(est) -> dict:
@@ -54,6 +55,7 @@ def solution_data(sol, cap_desc: str) -> dict:
             "capacity_bytes": sol.capacity_bytes, "headroom_bytes": sol.capacity_bytes - sol.total_bytes,
             "next_total_bytes": sol.next_total_bytes, "step_bytes": sol.next_total_bytes - sol.total_bytes,
             "method": sol.method, "next_refused": sol.next_refused, "estimate": estimate_data(est),
+            "approximate": est.approximate is not None, "approximate_reason": est.approximate,
             "capacity_description": cap_desc}
 
 
@@ -67,8 +69,11 @@ def print_estimate(data: dict, unit: str | None, out, capacity: int | None = Non
     print("options: " + ", ".join(f"{k}={v}" for k, v in data["options"].items()), file=out)
     if data["inputs"]:
         print("inputs: " + ", ".join(f"{k}={v}" for k, v in data["inputs"].items()), file=out)
+    if data.get("approximate"):
+        print(f"APPROXIMATE: {data['approximate_reason']}", file=out)
     for n in data["notes"]:
-        print(f"note: {n}", file=out)
+        if not (data.get("approximate") and n == f"approximate: {data['approximate_reason']}"):
+            print(f"note: {n}", file=out)
     rows = data["components"]
     phases = data.get("phases") or []
     if len(phases) > 1:
@@ -140,6 +145,8 @@ def _layout_text(lay: dict) -> str:
 def print_min_gpus(d: dict, cap_desc: str, unit: str | None, out) -> None:
     lay = d["layout"]
     print(f"fewest GPUs that fit: {d['value']} ({_layout_text(lay)})", file=out)
+    if d.get("approximate"):
+        print(f"APPROXIMATE: {d['approximate_reason']}", file=out)
     print(f"capacity per GPU: {cap_desc} = {d['capacity_bytes']:,} B = {_sizes(d['capacity_bytes'], unit)}", file=out)
     print(f"per GPU (most loaded): {d['total_bytes']:,} B = {_sizes(d['total_bytes'], unit)}; headroom "
           f"{d['headroom_bytes']:,} B" + (f"; host {d['host_bytes']:,} B per GPU process" if d["host_bytes"] else ""),

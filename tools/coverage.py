@@ -1,0 +1,283 @@
+"""Regenerate docs/architectures.md: which causal-LM model types vramsym reads exactly, from
+transformers itself.
+
+    python tools/coverage.py                        # every type: writes docs/architectures.md
+    python tools/coverage.py --types llama,qwen3     # a subset: prints the table
+    python tools/coverage.py --catalog               # the catalog's families (what CI runs)
+
+For every model type of transformers' ``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``: the config class is
+built with its defaults, the model is instantiated on the meta device
+(``AutoModelForCausalLM.from_config`` under ``torch.device("meta")``) and its parameters counted
+(``model.parameters()``: a tied weight once). vramsym reads the same config (``to_dict()`` written
+to a config.json) with :func:`vramsym.load_model` and its parameter count is the ``params`` of the
+inference regime. The status of a type:
+
+* ``exact``: vramsym reads it without ``--assume`` and counts every parameter (0 difference);
+* ``refused``: vramsym refuses it (the sentence is given); the ``--assume llama`` column shows how
+  far the approximation it would give is from the meta count;
+* ``text-exact``: a multimodal config whose text model (``get_text_config()``) vramsym counts exactly;
+  the other towers are not counted (vramsym's note says so);
+* ``WRONG``: vramsym reads it without ``--assume`` but the count differs (a bug: a silent error);
+* ``build-failed``: the config or the model cannot be built on CPU (the reason is given).
+
+KV per token: one token is run through the meta model (batch 1) and the elements of its own cache
+(``past_key_values``: every layer's keys and values) are counted, against vramsym's ``kv_cache`` at
+batch 1, sequence 1 in fp32 / 4. A forward that cannot run on the meta device (data-dependent
+routing, custom kernels) leaves the column "not checked".
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+DOC = ROOT / "docs" / "architectures.md"
+
+
+def causal_lm_types() -> list:
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    return sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+
+
+def catalog_types() -> list:
+    """The model types of the bundled catalog (``vramsym models``)."""
+    import vramsym
+    from vramsym.catalog.models import catalog
+    return sorted({vramsym.load_model(n).config.get("model_type") for n in catalog()})
+
+
+def _short(e: BaseException, n: int = 160) -> str:
+    text = f"{type(e).__name__}: {e}".replace("\n", " ").replace("|", "/")
+    return text if len(text) <= n else text[:n - 3] + "..."
+
+
+def reference(mt: str) -> dict:
+    """The meta-device model of ``mt`` at its config defaults: {config, params, kv} or {error}."""
+    import torch
+    from transformers import AutoModelForCausalLM, CONFIG_MAPPING
+    try:
+        cfg = CONFIG_MAPPING[mt]()
+        raw = json.loads(cfg.to_json_string(use_diff=False))
+    except Exception as e:   # noqa: BLE001 (any failure of a third-party config is reported)
+        return {"error": "config: " + _short(e)}
+    try:
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
+    except Exception as e:   # noqa: BLE001
+        return {"error": "model: " + _short(e), "config": raw}
+    params = sum(p.numel() for p in model.parameters())
+    text_params = None
+    if isinstance(raw.get("text_config"), dict):    # multimodal: the text model alone, as vramsym reads it
+        try:
+            with torch.device("meta"):
+                text = AutoModelForCausalLM.from_config(cfg.get_text_config(), dtype=torch.bfloat16)
+            text_params = sum(p.numel() for p in text.parameters())
+            del text
+        except Exception:   # noqa: BLE001
+            text_params = None
+    kv, kv_note = None, ""
+    try:
+        with torch.no_grad():
+            out = model(input_ids=torch.zeros((1, 1), dtype=torch.long, device="meta"), use_cache=True)
+        cache = getattr(out, "past_key_values", None)
+        layers = getattr(cache, "layers", None)
+        if layers is None:
+            kv_note = f"no per-layer cache ({type(cache).__name__})"
+        else:
+            total = 0
+            for layer in layers:
+                for name in ("keys", "values"):
+                    t = getattr(layer, name, None)
+                    if isinstance(t, torch.Tensor):
+                        total += t.numel()
+            kv = total
+            extra = [type(la).__name__ for la in layers if not hasattr(la, "keys")]
+            if extra:
+                kv_note = f"cache layers without keys: {sorted(set(extra))}"
+    except Exception as e:   # noqa: BLE001
+        kv_note = "forward on meta: " + _short(e, 90)
+    del model
+    return {"config": raw, "params": params, "text_params": text_params, "kv": kv, "kv_note": kv_note}
+
+
+def vram(raw: dict, assume=None) -> dict:
+    """vramsym's reading of a config dict: {params, kv} or {refused: sentence} or {error}."""
+    import vramsym
+    from vramsym.errors import VramError
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, "config.json")
+        with open(p, "w", encoding="utf-8") as fh:
+            json.dump(raw, fh)
+        try:
+            m = vramsym.load_model(p, assume=assume)
+        except VramError as e:
+            return {"refused": str(e).replace(f" of '{p}'", "")}
+    try:
+        est = vramsym.compile(m, "inference", {"kv_dtype": "fp32"}).evaluate(batch=1, seq=1)
+    except VramError as e:
+        return {"error": _short(e)}
+    kv = next((c.bytes for c in est.all_components if c.name == "kv_cache"), None)
+    return {"params": est.params, "kv": None if kv is None else kv // 4, "approximate": m.approximate}
+
+
+def row(mt: str) -> dict:
+    t0 = time.perf_counter()
+    ref = reference(mt)
+    out = {"model_type": mt}
+    if "error" in ref:
+        out.update(status="build-failed", note=ref["error"])
+    else:
+        got = vram(ref["config"])
+        out.update(meta_params=ref["params"], meta_kv=ref["kv"], kv_note=ref["kv_note"])
+        if "refused" in got:
+            out.update(status="refused", note=got["refused"])
+            approx = vram(ref["config"], assume="llama")
+            if "params" in approx:
+                out["assume_diff"] = (approx["params"] - ref["params"]) / ref["params"] if ref["params"] else None
+            else:
+                out["assume_error"] = approx.get("refused") or approx.get("error")
+        elif "error" in got:
+            out.update(status="WRONG", note="vramsym: " + got["error"])
+        else:
+            out.update(vram_params=got["params"], vram_kv=got["kv"])
+            out["status"] = "exact" if got["params"] == ref["params"] else "WRONG"
+            if out["status"] == "WRONG" and got["params"] == ref.get("text_params"):
+                out["status"] = "text-exact"
+                out["note"] = (f"multimodal: the text model is exact; the other towers ({ref['params'] - got['params']:,} "
+                               f"parameters) are not counted")
+            elif out["status"] == "WRONG":
+                out["note"] = f"parameters off by {got['params'] - ref['params']:+,}"
+    out["seconds"] = round(time.perf_counter() - t0, 2)
+    return out
+
+
+def _pct(x) -> str:
+    if x is None:
+        return ""
+    return "±0 (exact)" if x == 0 else f"{x * 100:+.2f}%" if abs(x) >= 1e-4 else f"{x * 100:+.2g}%"
+
+
+def _kv_cell(r: dict) -> str:
+    if r.get("meta_kv") is None:
+        return "not checked" + (f" ({r['kv_note']})" if r.get("kv_note") else "")
+    if r.get("vram_kv") is None:
+        return f"model {r['meta_kv']:,}"
+    same = "=" if r["vram_kv"] == r["meta_kv"] else "≠"
+    return f"{r['vram_kv']:,} {same} {r['meta_kv']:,}" + (f" ({r['kv_note']})" if r.get("kv_note") else "")
+
+
+def summary(rows: list) -> str:
+    counts = {}
+    for r in rows:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    approx = sum(1 for r in rows if r["status"] == "refused" and r.get("assume_diff") is not None)
+    parts = [f"{counts.get(s, 0)} {s}" for s in ("exact", "text-exact", "refused", "WRONG", "build-failed")]
+    return (f"{len(rows)} model types: " + ", ".join(parts) +
+            f"; of the refused, `--assume llama` gives an approximation for {approx}")
+
+
+def markdown(rows: list, seconds: float, versions: str) -> str:
+    lines = [
+        "# Architectures: what vramsym reads exactly",
+        "",
+        "Generated by `python tools/coverage.py` (do not edit by hand) with " + versions +
+        f", in {seconds:.0f} s. Every causal-LM model type that transformers registers",
+        "(`MODEL_FOR_CAUSAL_LM_MAPPING_NAMES`) is built from its config class's defaults on the meta device;",
+        "its parameters (a tied weight once) are compared with the count vramsym gives for the same config.json.",
+        "",
+        "- **exact**: read without `--assume`, 0 parameters of difference.",
+        "- **refused**: vramsym refuses the config with the sentence shown (a model_type not in",
+        "  [formulas/architectures.json](../formulas/architectures.json), or a field the formulas do not read);",
+        "  `--assume llama` reads it as a Llama-style decoder, marked approximate; its difference from the meta",
+        "  count is shown.",
+        "- **text-exact**: a multimodal config whose text model is exact; its vision / audio towers are not counted",
+        "  yet (vramsym says so in a note; the multimodal issue).",
+        "- **WRONG**: read without `--assume` but not exact (a bug; CI fails on it for the catalog's families).",
+        "- **build-failed**: the config or the model does not build on CPU (the reason is shown).",
+        "",
+        "KV per token: elements of keys and values for one token, vramsym's `kv_cache` (batch 1, sequence 1, in",
+        "fp32 / 4) against the model's own cache after a one-token forward on the meta device; \"not checked\"",
+        "where that forward cannot run on meta.",
+        "",
+        "**" + summary(rows) + "**",
+        "",
+        "| model_type | status | meta params | vramsym params | `--assume llama` | KV elements / token (vramsym vs model) | note |",
+        "|---|---|---:|---:|---:|---|---|",
+    ]
+    for r in rows:
+        mp = f"{r['meta_params']:,}" if r.get("meta_params") is not None else ""
+        vp = f"{r['vram_params']:,}" if r.get("vram_params") is not None else ""
+        assume = _pct(r.get("assume_diff")) if r.get("assume_diff") is not None else \
+            ("fails" if r.get("assume_error") else "")
+        kv = _kv_cell(r) if r["status"] != "build-failed" else ""
+        note = (r.get("note") or "").replace("|", "/").replace("\n", " ")
+        lines.append(f"| `{r['model_type']}` | {r['status']} | {mp} | {vp} | {assume} | {kv} | {note} |")
+    return "\n".join(lines) + "\n"
+
+
+def run(types: list, log=None) -> list:
+    import torch
+    torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+    rows = []
+    for mt in types:
+        r = row(mt)
+        rows.append(r)
+        if log is not None:
+            print(f"{mt:<28} {r['status']:<13} {r['seconds']:>6.1f} s  {(r.get('note') or '')[:110]}", file=log)
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--types", help="comma-separated model types (default: every causal-LM type)")
+    ap.add_argument("--catalog", action="store_true", help="the model types of the bundled catalog")
+    ap.add_argument("-o", "--output", help="write the Markdown here (default: docs/architectures.md for a full "
+                                           "run, stdout for a subset)")
+    ap.add_argument("--json", action="store_true", help="print the rows as JSON")
+    a = ap.parse_args(argv)
+    import warnings
+    warnings.filterwarnings("ignore")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    import torch
+    import transformers
+    try:
+        transformers.logging.set_verbosity_error()
+    except AttributeError:
+        pass
+    everything = causal_lm_types()
+    if a.catalog:
+        types = catalog_types()
+    elif a.types:
+        types = [t.strip() for t in a.types.split(",") if t.strip()]
+        unknown = [t for t in types if t not in everything]
+        if unknown:
+            ap.error(f"not causal-LM model types of transformers {transformers.__version__}: {', '.join(unknown)}")
+    else:
+        types = everything
+    t0 = time.perf_counter()
+    rows = run(types, sys.stderr)
+    seconds = time.perf_counter() - t0
+    print(summary(rows) + f" ({seconds:.0f} s)", file=sys.stderr)
+    if a.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    text = markdown(rows, seconds, f"transformers {transformers.__version__}, torch {torch.__version__}")
+    out = a.output or (str(DOC) if types == everything else None)
+    if out:
+        Path(out).write_text(text, encoding="utf-8")
+        print(f"wrote {out}", file=sys.stderr)
+    else:
+        print(text, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
