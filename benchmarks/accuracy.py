@@ -4,7 +4,9 @@
     python benchmarks/accuracy.py --quick    # a few cases
     python benchmarks/accuracy.py --only qlora --keep-from docs/accuracy.md
                                              # measure the cases whose regime contains "qlora" and take
-                                             # every other case from a previous docs/accuracy.md
+                                             # every other case from a previous docs/accuracy.md, its
+                                             # prediction re-derived (a case whose prediction changed
+                                             # is dropped with a message: measure it again)
 
 Architectures x regimes x sizes. Full-size configs are traced under FakeTensorMode
 (no memory is allocated); MoE runs for real at a small size (routing has
@@ -26,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import vramsym  # noqa: E402
-from vramsym.measure.compare import compare  # noqa: E402
+from vramsym.measure.compare import MEASURED_AS, compare  # noqa: E402
 from vramsym.catalog.models import _spec  # noqa: E402
 
 TINY_MIXTRAL = {"model_type": "mixtral", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
@@ -136,26 +138,11 @@ def _measure_case(rows, model, aname, rname, regime, opts, extra, b, s, real, li
           f"({time.time() - t:.0f}s)", flush=True)
 
 
-def run_qlora(rows, quick: bool, lib, only=None):
-    archs = list(QLORA_ARCHS.items())[:1] if quick else list(QLORA_ARCHS.items())
-    regimes = QLORA_REGIMES[:1] if quick else QLORA_REGIMES
-    for aname, cfg in archs:
-        model = _spec(cfg, "tiny-" + aname.split(" ")[0], "benchmarks/accuracy.py")
-        for rname, regime, opts in regimes:
-            if only and only not in rname:
-                continue
-            for b, s in (QLORA_SIZES[:1] if quick else QLORA_SIZES):
-                _measure_case(rows, model, aname, rname, regime, opts, {}, b, s, True, lib)
-
-
-def run(quick: bool, only=None):
-    rows = []
+def cases(quick: bool, only=None):
+    """Every case of the matrix: (arch, regime label, model, regime, options, extra inputs, b, s, real tensors)."""
     archs = list(ARCHS.items())[:3] if quick else list(ARCHS.items())
     regimes = REGIMES[:3] if quick else REGIMES
     sizes = SIZES[:1] if quick else SIZES
-    lib = vramsym.load_library()
-    if only:
-        archs = [(a, m) for a, m in archs if any(only in r[0] for r in regimes)]
     for aname, make in archs:
         model = make()
         big = "8b" in aname
@@ -177,9 +164,42 @@ def run(quick: bool, only=None):
                     b, s = (1, 32) if (b, s) == sizes[0] else (2, 64)
                 elif real:
                     b, s = (1, 128) if (b, s) == sizes[0] else (2, 256)
-                _measure_case(rows, model, aname, rname, regime, opts, extra, b, s, real, lib)
-    run_qlora(rows, quick, lib, only)
+                yield aname, rname, model, regime, opts, extra, b, s, real
+    qarchs = list(QLORA_ARCHS.items())[:1] if quick else list(QLORA_ARCHS.items())
+    for aname, cfg in qarchs:
+        model = _spec(cfg, "tiny-" + aname.split(" ")[0], "benchmarks/accuracy.py")
+        for rname, regime, opts in (QLORA_REGIMES[:1] if quick else QLORA_REGIMES):
+            if only and only not in rname:
+                continue
+            for b, s in (QLORA_SIZES[:1] if quick else QLORA_SIZES):
+                yield aname, rname, model, regime, opts, {}, b, s, True
+
+
+def run(quick: bool, only=None):
+    rows = []
+    lib = vramsym.load_library()
+    for aname, rname, model, regime, opts, extra, b, s, real in cases(quick, only):
+        _measure_case(rows, model, aname, rname, regime, opts, extra, b, s, real, lib)
     return rows
+
+
+def repredict(kept: list, quick: bool = False) -> list:
+    """Kept rows (measured earlier) with the prediction of today's formulas and its peak phase. A
+    kept row whose predicted total changed is dropped with a message: it must be measured again."""
+    lib = vramsym.load_library()
+    by_key = {(r["arch"], r["regime"], r["b"], r["s"]): r for r in kept}
+    out = []
+    for aname, rname, model, regime, opts, extra, b, s, real in cases(quick):
+        row = by_key.get((aname, rname, b, s))
+        if row is None or row.get("error"):
+            continue
+        est = vramsym.estimate(model, regime, dict(opts, overhead="none"), dict(extra, batch=b, seq=s), library=lib)
+        if est.total_bytes != row["predicted"]:
+            print(f"{aname} | {rname} | b={b} s={s}: the prediction changed "
+                  f"({row['predicted']:,} -> {est.total_bytes:,} B): measure it again (--only)", flush=True)
+            continue
+        out.append(dict(row, predicted_phase=est.peak_phase.name, phase=MEASURED_AS.get(row["phase"], row["phase"])))
+    return out
 
 
 # Why a case misses the targets (median 5%, worst 10% on the total; components exact). Written
@@ -225,7 +245,7 @@ generated by `benchmarks/fsdp_accuracy.py --write docs/accuracy_multi_gpu.md`.
 """
 
 
-def write(rows, path: Path):
+def write(rows, path: Path, note=None):
     ok = [r for r in rows if r.get("error") is None]
     errs = [abs(r["rel"]) for r in ok]
     lines = ["# Accuracy: predicted vs measured peak memory", "",
@@ -243,6 +263,8 @@ def write(rows, path: Path):
              "(bitsandbytes' CPU backend), peft's `prepare_model_for_kbit_training` (its fp32 cast of every parameter "
              "that is not 4-bit; the `bf16 (no prepare)` rows skip it), LoRA, `model.train()`, forward, backward and "
              "an AdamW step; the 4-bit weights are counted with their QuantState (absmax, codes, offset).", ""]
+    if note:
+        lines += [note, ""]
     if errs:
         lines += [f"**Total peak, |relative error| over {len(errs)} cases: median {statistics.median(errs) * 100:.2f}%, "
                   f"worst {max(errs) * 100:.2f}%.**", ""]
@@ -261,6 +283,14 @@ def write(rows, path: Path):
         for fam, es in fams.items():
             lines.append(f"| {fam} | {len(es)} | {statistics.median(es) * 100:.2f}% | {max(es) * 100:.2f}% |")
         lines.append("")
+        phased = [r for r in ok if r.get("predicted_phase")]
+        differ = [r for r in phased if MEASURED_AS.get(r["predicted_phase"], r["predicted_phase"])
+                  != MEASURED_AS.get(r["phase"], r["phase"])]
+        if phased:
+            lines += [f"Peak phase: the predicted peak phase lies in the measured one in {len(phased) - len(differ)} of "
+                      f"{len(phased)} cases" + ("." if not differ else "; they differ in " + "; ".join(
+                          f"{r['arch']} / {r['regime']} / b={r['b']} s={r['s']} (predicted {r['predicted_phase']}, "
+                          f"measured {r['phase']}, {r['rel'] * 100:+.2f}%)" for r in differ) + "."), ""]
         worst = sorted(ok, key=lambda r: -abs(r["rel"]))[:5]
         lines += ["Worst cases: " + "; ".join(f"{r['arch']} / {r['regime']} / b={r['b']} s={r['s']} ({r['rel'] * 100:+.2f}%)" for r in worst), ""]
     misses = [r for r in ok if abs(r["rel"]) > 0.05]
@@ -357,9 +387,17 @@ def main():
         ap.error("--keep-from needs --only")
     rows = json.loads(Path(args.from_json).read_text()) if args.from_json else run(args.quick, args.only)
     if args.keep_from and not args.from_json:
-        kept = [r for r in rows_from_doc(Path(args.keep_from)) if args.only not in r["regime"]]
-        rows = kept + rows
-    write(rows, Path(args.out))
+        old = Path(args.keep_from).read_text()
+        kept = repredict([r for r in rows_from_doc(Path(args.keep_from)) if args.only not in r["regime"]])
+        order = {(c[0], c[1], c[6], c[7]): i for i, c in enumerate(cases(False))}
+        rows = sorted(kept + rows, key=lambda r: order.get((r["arch"], r["regime"], r["b"], r["s"]), len(order)))
+        import re
+        when = re.search(r"Generated by `benchmarks/accuracy.py` on (\S+) ", old)
+        note = (f"The cases whose regime contains \"{args.only}\" were measured on {datetime.date.today()}; the "
+                f"others were measured on {when.group(1) if when else 'an earlier run'} and kept "
+                f"(`--keep-from`), their predictions re-derived from today's formulas (identical totals; "
+                f"a case whose prediction changed is measured again).")
+    write(rows, Path(args.out), note if args.keep_from and not args.from_json else None)
     if args.json and not args.from_json:
         Path(args.json).write_text(json.dumps(rows, indent=1, default=str))
     print(f"wrote {args.out}")
