@@ -77,7 +77,7 @@ def _decoder_layers(model):
     (``model.model.layers`` in Llama-style code, ``transformer.h`` in GPT-2's)."""
     n = model.config.num_hidden_layers
     for module in model.modules():
-        if type(module).__name__ == "ModuleList" and len(module) == n:
+        if isinstance(module, torch.nn.ModuleList) and len(module) == n:
             return module
     raise ValueError(f"no list of {n} decoder layers in {type(model).__name__}")
 
