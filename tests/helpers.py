@@ -2,15 +2,15 @@
 from pathlib import Path
 import tempfile
 
+from vramsym.catalog.paths import formulas_path
 from vramsym.lang.library import load, load_or_raise
-from vramsym.catalog.paths import formulas_dir
 
 
 def load_text(text: str, name: str = "t.vram", bundled: bool = False):
     d = Path(tempfile.mkdtemp())
     p = d / name
     p.write_text(text)
-    paths = ([formulas_dir()] if bundled else []) + [p]
+    paths = ([Path(formulas_path())] if bundled else []) + [p]
     return load(paths)
 
 
@@ -18,7 +18,7 @@ def lib_text(text: str, bundled: bool = False):
     d = Path(tempfile.mkdtemp())
     p = d / "t.vram"
     p.write_text(text)
-    return load_or_raise(([formulas_dir()] if bundled else []) + [p])
+    return load_or_raise(([Path(formulas_path())] if bundled else []) + [p])
 
 
 def estimate(lib, composed, model, inputs):

@@ -345,12 +345,12 @@ def test_an_unreachable_hub_is_offline_at_once(hub_env, monkeypatch, capsys):
     in it fails at once (not after huggingface_hub's 25 s of retries), saying the Hub cannot be reached."""
     import socket
     import time
-    from vramsym.catalog import hub
+    from vramsym.catalog import hub_client
 
     def no_dns(*a, **k):
         raise socket.gaierror("Name or service not known")
     monkeypatch.delenv("HF_HUB_OFFLINE")
-    monkeypatch.setattr(hub, "offline", lambda: False)
+    monkeypatch.setattr(hub_client, "offline", lambda: False)
     monkeypatch.setattr(socket, "getaddrinfo", no_dns)
     tensors = build_hub_cache(hub_env)
     assert weights_of(estimate_json(capsys, "--model", "tiny-org/tiny-llama")) == header_bytes(tensors)

@@ -142,7 +142,7 @@ def test_bad_arguments():
 
 
 def test_module_import_is_lazy():
-    """torch is imported at the measure extra's gate (vramsym.measure.compare._backend), when a
+    """torch is imported at the measure extra's gate (vramsym.measure.compare._harness), when a
     measurement runs: not by the package, nor by the module the ``measure`` command imports."""
     code = ("import sys, vramsym, vramsym.measure.compare; vramsym.compare_with_pytorch; "
             "assert 'torch' not in sys.modules, 'torch imported eagerly'")

@@ -33,7 +33,7 @@ def test_catalog_count_matches_transformers(lib, name):
     transformers = pytest.importorskip("transformers")
     torch = pytest.importorskip("torch")
     from vramsym.catalog.models import load_model
-    entry = json.loads(catalog()[name].read_text())
+    entry = json.loads(open(catalog()[name], encoding="utf-8").read())
     cfg = dict(entry["config"])
     if cfg.get("model_type") == "deepseek_v3":
         cfg.pop("quantization_config", None)
@@ -51,6 +51,6 @@ def test_catalog_count_matches_transformers(lib, name):
 
 def test_published_in_catalog_files_agree(lib):
     for name, path in catalog().items():
-        pub = json.loads(path.read_text()).get("published_params")
+        pub = json.loads(open(path, encoding="utf-8").read()).get("published_params")
         if pub:
             assert params(lib, name) == pub, name

@@ -90,9 +90,9 @@ def test_a_new_precision_recipe_is_one_preset_line(tmp_path):
     """A recipe (bf16 weights, compute and gradients with fp32 optimizer states, as
     torchao's AnyPrecisionAdamW and many trainers run it) is one line of the preset."""
     import shutil
-    from vramsym.catalog.paths import formulas_dir
+    from vramsym.catalog.paths import formulas_path
     d = tmp_path / "formulas"
-    shutil.copytree(formulas_dir(), d)
+    shutil.copytree(formulas_path(), d)
     p = d / "dtypes.vram"
     text = p.read_text()
     line = "    bf16_fp32states: weight_format = bf16, compute_format = bf16, grad_format = bf16, state_format = fp32, master = none\n"

@@ -19,6 +19,8 @@ is their name table, and imports the module that holds a name when the name is f
 """
 from __future__ import annotations
 
+from importlib import import_module     # the name table needs it on every run that reads a public name
+
 from .errors import DoesNotFit, InputError, SolveError, VramError
 from .version import __version__
 
@@ -46,7 +48,6 @@ def __getattr__(name):
     where = _WHERE.get(name)
     if where is None:
         raise AttributeError(f"module 'vramsym' has no attribute '{name}'")
-    from importlib import import_module     # the façade's gate (tests/test_imports.py GATES)
     value = globals()[name] = getattr(import_module(where), name)
     return value
 

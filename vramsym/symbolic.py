@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .api import compile, load_model, resolve_capacity
 from .catalog.dtypes import explain
-from .catalog.paths import formulas_dir
+from .catalog.paths import formulas_path
 from .engine.advice import Request, advise as _advise, sensitivity as _sens
 from .engine.bind import bind
 from .engine.regimes import compose as _compose
@@ -26,7 +26,7 @@ def load_library(extra=(), use_cache: bool = True):
     """The bundled formula files plus ``extra`` files or folders, parsed and checked.
 
     (``use_cache`` is accepted for compatibility: the cache holds compiled regimes, not libraries.)"""
-    return load_or_raise([formulas_dir()] + [Path(p) for p in extra])
+    return load_or_raise([Path(formulas_path())] + [Path(p) for p in extra])
 
 
 def compose(regime: str = "inference", options=None, model=None, library=None):
@@ -91,7 +91,7 @@ def check(files):
     for f in files:
         if not Path(f).exists():
             raise InputError(f"cannot check '{f}': no such file")
-    return load([formulas_dir()] + [Path(f) for f in files])
+    return load([Path(formulas_path())] + [Path(f) for f in files])
 
 
 def explain_dtype(name: str, library=None) -> dict:

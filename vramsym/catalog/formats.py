@@ -6,13 +6,14 @@ format from it.
 from __future__ import annotations
 
 import json
+import os
 from typing import Dict
 
-from .paths import formulas_dir
+from .paths import formulas_path, read_text
 
 
 def _table() -> Dict:
-    return json.loads((formulas_dir() / "number_formats.json").read_text())
+    return json.loads(read_text(os.path.join(formulas_path(), "number_formats.json")))
 
 
 def formats() -> Dict[str, Dict]:

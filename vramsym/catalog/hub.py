@@ -1,6 +1,8 @@
 """A Hugging Face id (``org/name``) as a model: its config.json and its safetensors headers.
 
-Resolved with ``huggingface_hub`` (the ``hub`` extra), imported only here. Offline
+The id's syntax and the cache's ref are checked here, with the standard library only; the requests
+go through :mod:`vramsym.catalog.hub_client`, the one module that imports ``huggingface_hub`` (the
+``hub`` extra), imported when an id is read. Offline
 (``HF_HUB_OFFLINE=1``) or with the files cached, everything comes from the local cache
 (``HF_HUB_CACHE``, else ``HF_HOME``/hub, else ``~/.cache/huggingface/hub``): config.json and
 whatever safetensors files the snapshot holds, read from their headers only
@@ -13,9 +15,8 @@ import os
 import re
 
 from ..errors import InputError
-from .checkpoints import Checkpoint, checked_tensor, checkpoint_fields, read_folder
 from .paths import inside, read_bounded
-from .sources import Found, read_config
+from .sources import Found
 
 # huggingface_hub's repo id rule: letters, digits, '-', '_', '.', at most 96 characters a part
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
@@ -25,49 +26,6 @@ _NOT_IDS = (".json", ".gguf", ".safetensors", ".vram")
 def is_hub_id(key: str) -> bool:
     """``org/name`` syntax (the caller has ruled out catalog names and existing paths)."""
     return bool(_ID.match(key)) and ".." not in key and not key.lower().endswith(_NOT_IDS)
-
-
-def _truthy(v) -> bool:
-    return str(v or "").strip().upper() in ("1", "ON", "YES", "TRUE")
-
-
-def offline() -> bool:
-    """HF_HUB_OFFLINE as set now (huggingface_hub reads it once, at its import)."""
-    from huggingface_hub import constants
-    if "HF_HUB_OFFLINE" in os.environ:
-        return _truthy(os.environ["HF_HUB_OFFLINE"])
-    return bool(constants.HF_HUB_OFFLINE)
-
-
-def cache_dir() -> str:
-    """The hub cache as the environment sets it now (HF_HUB_CACHE, else HF_HOME/hub)."""
-    from huggingface_hub import constants
-    for k in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
-        if os.environ.get(k):
-            return os.path.expanduser(os.environ[k])
-    if os.environ.get("HF_HOME"):
-        return os.path.join(os.path.expanduser(os.environ["HF_HOME"]), "hub")
-    return constants.HF_HUB_CACHE
-
-
-def _errors():
-    from huggingface_hub import errors as e
-    return (e.HfHubHTTPError, e.EntryNotFoundError, e.OfflineModeIsEnabled, e.HFValidationError,
-            e.SafetensorsParsingError, e.NotASafetensorsRepoError, OSError)
-
-
-def reachable() -> bool:
-    """Whether the Hub's host resolves: without it every request would be retried for about 25 s
-    (huggingface_hub's backoff) before failing, so an unreachable Hub is treated as offline."""
-    import socket
-    from urllib.parse import urlparse
-    from huggingface_hub import constants
-    host = urlparse(constants.ENDPOINT).hostname or "huggingface.co"
-    try:
-        socket.getaddrinfo(host, 443)
-    except OSError:
-        return False
-    return True
 
 
 _COMMIT = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
@@ -105,70 +63,12 @@ def check_ref(cache: str, repo_id: str):
 
 
 def load_hub(repo_id: str) -> Found:
+    """The model a Hugging Face id names (the cache's ref checked first; see :mod:`.hub_client`)."""
     try:
-        import huggingface_hub
-    except ImportError:
+        from . import hub_client     # the gate of the optional dependency (tests/test_imports.py GATES)
+    except ImportError as e:
+        if not (e.name or "").startswith("huggingface_hub"):
+            raise
         raise InputError(f"'{repo_id}' looks like a Hugging Face id; reading one needs huggingface_hub: "
                          f"pip install 'vramsym[hub]' (or give a local folder with --model DIR)") from None
-    from huggingface_hub import errors
-    off, cache = offline(), cache_dir()
-    unreachable = not off and not reachable()
-    off = off or unreachable
-    check_ref(cache, repo_id)
-    try:
-        cfg = huggingface_hub.hf_hub_download(repo_id, "config.json", cache_dir=cache, local_files_only=off)
-    except (errors.LocalEntryNotFoundError, errors.OfflineModeIsEnabled):
-        why = "the Hugging Face Hub cannot be reached" if unreachable else "HF_HUB_OFFLINE is set"
-        raise InputError(f"model '{repo_id}' is not in the Hugging Face cache ({cache}) and {why}: download "
-                         f"it once with network access (unset HF_HUB_OFFLINE; `hf download {repo_id} "
-                         f"config.json`), or point HF_HUB_CACHE / HF_HOME at a cache that holds it "
-                         f"(or pass a local folder with --model DIR)") from None
-    except errors.RepositoryNotFoundError:
-        raise InputError(f"no model '{repo_id}' on the Hugging Face Hub (or it is private: log in "
-                         f"with `hf auth login`)") from None
-    except errors.GatedRepoError:
-        raise InputError(f"model '{repo_id}' is gated: accept its terms on huggingface.co and log in "
-                         f"with `hf auth login`") from None
-    except _errors() as e:
-        raise InputError(f"cannot read config.json of '{repo_id}' from the Hugging Face Hub: "
-                         f"{str(e).splitlines()[0][:200] if str(e) else type(e).__name__}") from None
-    snapshot = os.path.dirname(cfg)
-    folder = repo_folder(cache, repo_id)
-    if not inside(snapshot, folder):
-        raise InputError(f"the Hugging Face cache gave '{cfg}' for '{repo_id}', which is outside the model's "
-                         f"cache folder '{folder}': refused (a corrupt or tampered cache)")
-    if off:
-        found = read_folder(snapshot, name=repo_id, source=f"hf://{repo_id} (cache {snapshot})",
-                            hf_id=repo_id, root=folder)
-        if found.checkpoint is None:
-            found = found.noted("offline: no safetensors file of this model is in the cache, so the "
-                                "weights are counted by the formulas from config.json")
-        return found
-    return _online(repo_id, cfg, folder)
-
-
-def _online(repo_id, cfg_path, folder=None):
-    """config.json downloaded; the safetensors headers by HTTP range requests."""
-    import huggingface_hub
-    from huggingface_hub import errors
-    raw = read_config(cfg_path, folder)
-    try:
-        meta = huggingface_hub.get_safetensors_metadata(repo_id)
-    except errors.NotASafetensorsRepoError:
-        return Found(raw, repo_id, f"hf://{repo_id}", repo_id,
-                     notes=("the repository has no safetensors files: weights counted by the formulas",))
-    except _errors() as e:
-        raise InputError(f"cannot read the safetensors headers of '{repo_id}': "
-                         f"{str(e).splitlines()[0][:200] if str(e) else type(e).__name__}") from None
-    tensors = []
-    for fname, fm in sorted(meta.files_metadata.items()):
-        for name, info in fm.tensors.items():
-            tensors.append(checked_tensor(f"hf://{repo_id}/{fname}", name, info.dtype, list(info.shape),
-                                          list(info.data_offsets), None))
-    if not tensors:
-        raise InputError(f"the safetensors files of '{repo_id}' on the Hugging Face Hub hold no tensors")
-    ckpt = Checkpoint("safetensors", [f"hf://{repo_id}/{f}" for f in sorted(meta.files_metadata)], tensors)
-    config = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else raw
-    fields, notes = checkpoint_fields(ckpt, {**raw, **config})
-    return Found(raw, repo_id, f"hf://{repo_id}", repo_id, fields=fields, notes=tuple(notes),
-                 checkpoint=ckpt.summary())
+    return hub_client.load(repo_id)

@@ -51,9 +51,8 @@ def _model_files(extra=None) -> dict:
 
 
 def catalog(extra=None) -> dict:
-    """Catalog name -> ``pathlib.Path`` of its JSON file."""
-    from pathlib import Path
-    return {k: Path(v) for k, v in _model_files(extra).items()}
+    """Catalog name -> the path of its JSON file."""
+    return dict(_model_files(extra))
 
 
 def _architectures() -> dict:

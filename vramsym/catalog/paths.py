@@ -18,12 +18,6 @@ def formulas_path() -> str:
     return os.path.join(os.path.dirname(_HERE), "formulas")
 
 
-def formulas_dir():
-    """The formula folder as a ``pathlib.Path``."""
-    from pathlib import Path
-    return Path(formulas_path())
-
-
 def read_text(path: str) -> str:
     with open(path, encoding="utf-8") as fh:
         return fh.read()

@@ -12,18 +12,31 @@ from __future__ import annotations
 import keyword
 from dataclasses import dataclass
 from fractions import Fraction
+from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import sympy
 from sympy.printing.pycode import PythonCodePrinter
 
+from ..catalog.paths import formulas_path
 from ..errors import InputError, suggest
 from ..lang import ast as A
 from ..lang.build import to_sympy
+from ..lang.library import load_or_raise
 from ..lang.parse import deep_recursion
 from ..version import __version__
 from .compiled import BOUNDS, CHECKPOINT_FIELD, FORMAT
-from .regimes import used_options
+from .regimes import compose, used_options
+
+
+def load_library(extra=()):
+    """The bundled formula files and ``extra`` ones, parsed and checked (lark, pint): a cache miss."""
+    return load_or_raise([Path(formulas_path())] + [Path(p) for p in extra])
+
+
+def compile_options(lib, regime: str, resolved) -> dict:
+    """``regime`` with its resolved options composed (sympy) and compiled: a cache miss."""
+    return compile_regime(lib, compose(lib, regime, resolved))
 
 
 #: the key of a phase's total among a prepared regime's entries: ``phase:<name>``

@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 
 from ..catalog.models import catalog, load_model
-from ..catalog.paths import formulas_dir
+from ..catalog.paths import formulas_path
 from ..lang.library import load_or_raise
 from . import cache
 from .compiler import compile_regime
@@ -40,7 +41,7 @@ def write(folder: str, models=None) -> int:
     """Write the shipped entries into ``folder`` (replacing what is there) for ``models`` (names;
     default: the whole catalog); the number written."""
     key = cache.shipped_key()
-    lib = load_or_raise([formulas_dir()])
+    lib = load_or_raise([Path(formulas_path())])
     voc = Vocabulary(library=lib)
     os.makedirs(folder, exist_ok=True)
     for f in os.listdir(folder):

@@ -9,7 +9,6 @@ compiled code and search exactly (vramsym.engine.inverse). Nothing else computes
 from __future__ import annotations
 
 from ..catalog.gpus import gpu_inputs, resolve_capacity
-from ..catalog.paths import formulas_dir
 from . import cache
 from .bind import bind, bound_of, check_bounds, user_values
 from .compiled import CompiledRegime
@@ -19,6 +18,13 @@ from .options import interface_of, resolve_options
 from .results import Binding, Estimate, Solution, negative, to_int_bytes
 
 _MEMO: dict = {}
+
+
+def _compiler():
+    """The cache miss's gate (tests/test_imports.py GATES): parsing, composing and compiling the
+    formula files import lark, pint and sympy, which the warm path never loads."""
+    from . import compiler
+    return compiler
 
 
 class Vocabulary:
@@ -52,9 +58,7 @@ class Vocabulary:
 
     def load_library(self):
         if self.library is None:       # a cache miss: parse and check the formula files (lark, pint)
-            from pathlib import Path
-            from ..lang.library import load_or_raise
-            self.library = load_or_raise([formulas_dir()] + [Path(p) for p in self.extra])
+            self.library = _compiler().load_library(self.extra)
         return self.library
 
     def known_inputs(self):
@@ -91,10 +95,7 @@ class Vocabulary:
             if compiled:
                 cache.put(self.key, name, compiled.cache_payload())
         if compiled is None:     # a cache miss: compose and compile with sympy
-            from .compiler import compile_regime
-            from .regimes import compose
-            lib = self.load_library()
-            data = compile_regime(lib, compose(lib, regime, resolved))
+            data = _compiler().compile_options(self.load_library(), regime, resolved)
             compiled = CompiledRegime(data)
             if self.key is not None:
                 cache.put(self.key, name, compiled.cache_payload())

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-from ..catalog.paths import formulas_dir
+from ..catalog.paths import formulas_path
 from . import ast as A
 from .diagnostics import (MSG_ARITY, MSG_COMPARE_OUTSIDE_IF, MSG_CYCLE, MSG_DUPLICATE,
                           MSG_COMPONENT_UNIT, MSG_DEFAULT_TERM, MSG_DEFAULT_UNIT, MSG_IF_CONDITION, MSG_NO_SOURCE, MSG_INCLUDE, MSG_LET_UNIT, MSG_MATCH_INCOMPLETE,
@@ -81,7 +81,7 @@ def _display(path: Path) -> str:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         try:
-            return "formulas/" + str(path.resolve().relative_to(formulas_dir().resolve()))
+            return "formulas/" + str(path.resolve().relative_to(Path(formulas_path()).resolve()))
         except ValueError:
             return str(path)
 

@@ -13,7 +13,7 @@ from typing import Callable, List, Optional
 
 import pint
 
-from ..catalog.paths import formulas_dir
+from ..catalog.paths import formulas_path
 from . import ast as A
 from .diagnostics import (MSG_EXPONENT, MSG_NOT_DIMENSIONLESS, MSG_UNIT_MISMATCH,
                           MSG_UNKNOWN_UNIT, Diagnostic)
@@ -202,4 +202,4 @@ class Constant(A.Visitor):
 
 
 def units_file_default() -> str:
-    return str(Path(formulas_dir()) / "units.txt")
+    return str(Path(Path(formulas_path())) / "units.txt")

@@ -7,12 +7,13 @@ measurement backend (:mod:`vramsym.measure.torch_backend`, optional extra
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 from typing import Dict, List, Mapping, Optional
 
 import sympy
 
 from ..catalog.models import load_model
-from ..catalog.paths import formulas_dir
+from ..catalog.paths import formulas_path
 from ..engine.layouts import layout_of
 from ..engine.regimes import compose
 from ..engine.runtime import compile as _compile
@@ -32,14 +33,15 @@ _LORA_TARGETS = {"qv": ["q_proj", "v_proj"], "attention": ["q_proj", "k_proj", "
                  "all_linear": "all-linear"}
 
 
-def _backend():
-    try:         # the gate of the measure extra: torch, transformers
-        from . import torch_backend
-        import torch  # noqa: F401
+def _harness():
+    """The gate of the measure extra (torch, transformers; tests/test_imports.py GATES): the one-GPU
+    harness and the multi-GPU one (torch.distributed, FSDP2, DTensor)."""
+    try:
+        from . import distributed, torch_backend
     except ImportError as e:
         raise InputError(f"vramsym measure needs PyTorch and transformers: pip install 'vramsym[measure]' "
                          f"(torch==2.13.0 installs the CPU build) ({e})") from None
-    return torch_backend
+    return torch_backend, distributed
 
 
 def measure_args(est, regime: str, fake: bool, decode_steps: int, model=None) -> Dict:
@@ -109,7 +111,7 @@ def _config_for(model, opts) -> Dict:
 
 def _term_bytes(est, name: str, library) -> int:
     """A term that is not a component (its value at the estimate's binding), from the composition."""
-    c = compose(library or load_or_raise([formulas_dir()]), est.regime, dict(est.options))
+    c = compose(library or load_or_raise([Path(formulas_path())]), est.regime, dict(est.options))
     v = c.expanded[name].xreplace({c.symbols[k]: sympy.Rational(x.numerator, x.denominator)
                                    for k, x in est.binding.values.items()})
     return to_int_bytes(v)
@@ -171,7 +173,7 @@ def compare(model, regime: str = "inference", options: Optional[Mapping[str, str
     if lay is not None and (lay["gpus"] > 1 or lay["zero"] > 0):
         return _compare_fsdp(model, est, regime, lay, fake)
     args = measure_args(est, regime, fake, decode_steps, model)
-    backend = _backend()
+    backend, _ = _harness()
     cfg = _config_for(model, opts)
     m = backend.measure(cfg, **args)
     if opts.get("dropout") == "off":
@@ -224,11 +226,10 @@ def _compare_fsdp(model, est, regime: str, lay: dict, fake: bool) -> Dict:
             or opts["checkpointing"] == "selective":
         raise InputError("measure with more than one GPU supports --precision fp32|mixed-bf16|bf16, "
                          "--optimizer adamw|adamw-fused and --checkpointing none|full")
-    _backend()
-    from .distributed import measure_fsdp
+    _, distributed = _harness()
     cfg = _config_for(model, opts)
     b, s = int(est.binding.values["b"]), int(est.binding.values["s"])
-    m = measure_fsdp(cfg, gpus=lay["gpus"], zero=lay["zero"], batch=b, seq=s, precision=opts["precision"],
+    m = distributed.measure_fsdp(cfg, gpus=lay["gpus"], zero=lay["zero"], batch=b, seq=s, precision=opts["precision"],
                      optimizer=opts["optimizer"], attention=opts["attention"],
                      checkpointing=opts["checkpointing"] == "full", fake=fake)
     cat = m["categories_at_peak"]
@@ -256,11 +257,10 @@ def _compare_tp(model, est, regime: str, lay: dict, fake: bool) -> Dict:
         raise InputError("measure with tensor parallelism supports --regime train --tp-style dtensor --gpus T --tp T "
                          "--precision fp32|bf16 --optimizer adamw without checkpointing (parallelize_module under "
                          "PyTorch's fake process group)")
-    _backend()
-    from .distributed import measure_tensor_parallel
+    _, distributed = _harness()
     cfg = _config_for(model, opts)
     b, s = int(est.binding.values["b"]), int(est.binding.values["s"])
-    m = measure_tensor_parallel(cfg, tp=lay["tp"], batch=b, seq=s, precision=opts["precision"],
+    m = distributed.measure_tensor_parallel(cfg, tp=lay["tp"], batch=b, seq=s, precision=opts["precision"],
                                 attention=opts["attention"], fake=fake)
     cat = m["categories_at_peak"]
     rows: List[Dict] = []

@@ -17,6 +17,15 @@ import transformers
 from torch import nn
 from torch._guards import active_fake_mode
 
+try:            # parts of transformers only some versions have
+    import transformers.masking_utils as masking_utils
+except ImportError:  # pragma: no cover
+    masking_utils = None
+try:
+    from transformers.modeling_layers import GradientCheckpointingLayer
+except ImportError:  # pragma: no cover
+    GradientCheckpointingLayer = ()
+
 
 #: config keys whose presence (with a value > 1) marks a mixture-of-experts model.
 MOE_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
@@ -68,11 +77,7 @@ def _hf_fake_patches(active: bool):
     if not active:
         yield
         return
-    try:
-        import transformers.masking_utils as mu
-    except ImportError:  # pragma: no cover
-        yield
-        return
+    mu = masking_utils
     orig = getattr(mu, "find_packed_sequence_indices", None)
     if orig is None:  # pragma: no cover
         yield
@@ -138,8 +143,14 @@ def _out_cache(out):
     return None
 
 
-def _apply_lora(model, lora: dict):
+def _peft():
+    """The gate of peft (LoRA and QLoRA only; tests/test_imports.py GATES)."""
     import peft
+    return peft
+
+
+def _apply_lora(model, lora: dict):
+    peft = _peft()
 
     target = lora.get("target_modules", ["q_proj", "v_proj"])
     kwargs = dict(r=int(lora.get("r", 8)),
@@ -197,7 +208,6 @@ def _build_model(hf_cfg, dtype, attention: str, *, lora: dict | None, checkpoint
     if checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         if checkpoint_layers is not None:
-            from transformers.modeling_layers import GradientCheckpointingLayer
             layers = [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
             for layer in layers[checkpoint_layers:]:
                 layer.gradient_checkpointing = False
@@ -243,13 +253,11 @@ def _build_qlora_model(hf_cfg, attention: str, *, quant: str, lora: dict | None,
             attn_implementation=attention)
     gc_kwargs = {"use_reentrant": False}
     if prepare:
-        import peft
-        model = peft.prepare_model_for_kbit_training(model, use_gradient_checkpointing=checkpointing,
+        model = _peft().prepare_model_for_kbit_training(model, use_gradient_checkpointing=checkpointing,
                                                      gradient_checkpointing_kwargs=gc_kwargs)
     elif checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=gc_kwargs)
     if checkpointing and checkpoint_layers is not None:
-        from transformers.modeling_layers import GradientCheckpointingLayer
         layers = [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
         for layer in layers[checkpoint_layers:]:
             layer.gradient_checkpointing = False

@@ -33,7 +33,8 @@ import torch
 import transformers
 from torch._subclasses.fake_tensor import FakeTensorMode
 
-from .hf_model import MOE_KEYS, _build_hf_config, _cuda_kernel_patches, _dtype, _from_config, _hf_fake_patches, _is_moe
+from .hf_model import (MOE_KEYS, _build_hf_config, _cuda_kernel_patches, _dtype, _from_config, _hf_fake_patches, _is_moe,
+                       _peft)
 from .workloads import _measure_inference, _measure_train
 
 __all__ = ["measure", "MOE_KEYS"]
@@ -164,10 +165,7 @@ def measure(config: dict, *, mode: str,
                    " (MoE routing is data-dependent unless the experts run as grouped_mm in bf16)"))
 
     if quant is not None:
-        try:
-            import bitsandbytes  # noqa: F401
-        except ImportError as e:
-            raise ImportError(f"QLoRA is measured with bitsandbytes: pip install bitsandbytes==0.50.2 ({e})") from None
+        bnb = _bitsandbytes()
         check_real_size("bitsandbytes 4-bit")
         if fake:
             notes.append("QLoRA runs on real CPU tensors (bitsandbytes' kernels read the values; no FakeTensorMode)")
@@ -207,14 +205,21 @@ def measure(config: dict, *, mode: str,
     else:
         result.update({"decode_steps": decode_steps, "logits_to_keep": logits_to_keep})
     if quant is not None:
-        import bitsandbytes
         result["quant"] = quant
-        result["bitsandbytes_version"] = bitsandbytes.__version__
+        result["bitsandbytes_version"] = bnb.__version__
     if lora:
-        import peft
         result["lora"] = dict(lora)
-        result["peft_version"] = peft.__version__
+        result["peft_version"] = _peft().__version__
     return result
+
+
+def _bitsandbytes():
+    """The gate of bitsandbytes (QLoRA only; tests/test_imports.py GATES)."""
+    try:
+        import bitsandbytes
+    except ImportError as e:
+        raise ImportError(f"QLoRA is measured with bitsandbytes: pip install bitsandbytes==0.50.2 ({e})") from None
+    return bitsandbytes
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,6 +11,11 @@ from typing import Any
 
 import torch
 
+try:
+    from transformers import DynamicCache
+except ImportError:  # pragma: no cover - very old transformers
+    DynamicCache = None
+
 from .hf_model import (_build_model, _build_qlora_model, _cache_kwarg, _dtype, _out_cache, _param_counts,
                        _quant_state_tensors)
 from .tracker import _Phases, _cache_tensors, _finish, _make_tracker_class, _storage_bytes
@@ -128,14 +133,11 @@ def _measure_inference(hf_cfg, *, batch, seq, precision, attention, lora, decode
     def kv_bytes() -> int:
         return _storage_bytes(_cache_tensors(holder["cache"]))
 
-    try:
-        from transformers import DynamicCache
+    if DynamicCache is not None:
         try:
             holder["cache"] = DynamicCache(config=hf_cfg)
         except TypeError:
             holder["cache"] = DynamicCache()
-    except ImportError:  # pragma: no cover - very old transformers
-        holder["cache"] = None
 
     Tracker = _make_tracker_class()
     mt = Tracker()

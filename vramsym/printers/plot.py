@@ -31,15 +31,16 @@ def _legend(ax, **kw) -> None:
         t.set_parse_math(False)
 
 
-def _pyplot():
+def _matplotlib():
+    """The gate of matplotlib (the plot extra; tests/test_imports.py GATES), drawing off-screen."""
     try:
-        import matplotlib
+        import matplotlib.colors
+        import matplotlib.pyplot
     except ImportError:
         raise InputError("plotting needs matplotlib, the optional extra [plot]: "
                          "pip install 'vramsym[plot]' (or pip install matplotlib)") from None
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
+    return matplotlib
 
 
 def check_output(path: str) -> str:
@@ -68,7 +69,7 @@ def _title(data: dict) -> str:
 
 
 def curve(data: dict, path: str, unit: str = "GiB", log: bool = False) -> None:
-    plt = _pyplot()
+    plt = _matplotlib().pyplot
     scale = UNITS[unit]
     xs = [float(x) for x in data["x"]]       # exact below 2^53 (sweep.MAX_X); numpy takes no bigger int
     fig, ax = plt.subplots(figsize=(9, 5.5))
@@ -105,14 +106,13 @@ def curve(data: dict, path: str, unit: str = "GiB", log: bool = False) -> None:
 
 
 def heatmap(data: dict, path: str, unit: str = "GiB", label: str = "") -> None:
-    plt = _pyplot()
+    plt = _matplotlib().pyplot
     scale = UNITS[unit]
     fig, ax = plt.subplots(figsize=(8, 6))
     bs, ss = data["batch"], data["seq"]
     z = [[t / scale for t in row] for row in data["total_bytes"]]
-    from matplotlib.colors import LogNorm
     mesh = ax.pcolormesh(_edges(bs), _edges(ss), z, shading="flat", cmap="viridis",
-                         norm=LogNorm(vmin=min(min(row) for row in z), vmax=max(max(row) for row in z)))
+                         norm=_matplotlib().colors.LogNorm(vmin=min(min(row) for row in z), vmax=max(max(row) for row in z)))
     fig.colorbar(mesh, ax=ax, label=f"total ({unit})")
     # the frontier from the exact solve: at each sequence length, the largest batch that fits
     fx, fy = [], []
