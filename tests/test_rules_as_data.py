@@ -274,3 +274,29 @@ def test_the_default_kernel_reaches_the_estimate_and_a_flag_overrides_it():
     assert eager.total_bytes > sdpa.total_bytes          # the b n s^2 scores eager keeps for backward
     llama = vramsym.estimate(vramsym.load_model("llama-3.2-1b"), "inference", {}, {"batch": 1, "seq": 128})
     assert dict(llama.options)["attention"] == "sdpa"
+
+
+# ---- the parallel search space (formulas/layouts.json) ----
+
+def test_node_size_agrees_with_the_formulas_gpus_per_node_default():
+    """layouts.json's node_gpus is the cap of parallel.vram's gpus_node default, min(n_gpu, 8): on a
+    job larger than any node, the bound value of gpus_node is the file's node size."""
+    import vramsym
+    space = load("layouts.json")
+    r = vramsym.compile(vramsym.load_model("llama-3.1-8b"), regime="train", options={"sharding": "hybrid"})
+    est = r.evaluate({"batch": 1, "seq": 128, "gpus": 1024, "zero": 3})
+    assert est.binding.values["gpus_node"] == space["node_gpus"]
+
+
+def test_min_gpus_searches_tp_up_to_the_node_it_is_given():
+    """tp is searched over the powers of two up to the node: the file's 8 GPUs, or --gpus-per-node."""
+    import vramsym
+    m = vramsym.load_model("llama-3.1-70b")
+    space = load("layouts.json")
+    r = vramsym.compile(m, regime="train")
+    default = vramsym.min_gpus(r, "80GB", inputs={"batch": 1, "seq": 2048})
+    assert default["searched"]["tp"] == [2**i for i in range(space["node_gpus"].bit_length())]
+    assert default["searched"]["pp"] == [p for p in space["pp"] if p <= 80]
+    four = vramsym.min_gpus(r, "80GB", inputs={"batch": 1, "seq": 2048, "gpus_per_node": 4})
+    assert four["searched"]["tp"] == [1, 2, 4]
+    assert all(lay["tp"] <= 4 for _, lay in four["layouts"])

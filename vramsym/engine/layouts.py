@@ -5,13 +5,17 @@ degree dp; the GPU count is dp x tp x pp x cp. For a layout with everything but 
 the per-GPU total does not grow with dp, and the smallest dp that fits comes from the exact
 search of :func:`vramsym.engine.inverse.smallest_fitting` over the compiled total. Degrees
 the user did not fix are searched: powers of two for tp (within a node) and pp (up to the
-layers), and the ZeRO stages; the layouts are ranked by GPU count, then by headroom.
+layers), and the ZeRO stages, as ``formulas/layouts.json`` lists them; the layouts are ranked
+by GPU count, then by headroom.
 """
 from __future__ import annotations
 
+import json
+import os
 from fractions import Fraction
 from math import gcd
 
+from ..catalog.paths import formulas_path, read_text
 from ..errors import DoesNotFit, InputError, SolveError
 from .bind import bound_of
 from .inverse import smallest_fitting
@@ -19,8 +23,27 @@ from ..numbers import NumberError, to_fraction
 
 #: the command-line names of a layout's degrees and the symbols they set
 DEGREES = ("tp", "pp", "cp", "ep")
-NODE = 8          # tensor parallelism stays within a node of 8 GPUs (NVLink)
-MAX_DP = 2**16
+_SPACE: dict = {}
+
+
+def search_space() -> dict:
+    """``formulas/layouts.json``: the degrees searched where the user fixed none (read once)."""
+    if not _SPACE:
+        _SPACE.update(json.loads(read_text(os.path.join(formulas_path(), "layouts.json"))))
+    return _SPACE
+
+
+def _tp_choices(base: dict) -> list:
+    """Powers of two up to the GPUs of one node: ``--gpus-per-node`` when given, else the file's."""
+    node = search_space()["node_gpus"]
+    for k in ("gpus_per_node", "gpus_node"):
+        if k in base:
+            node = _whole("gpus-per-node", base[k], 1)
+    out, t = [], 1
+    while t <= node:
+        out.append(t)
+        t *= 2
+    return out
 
 
 def layout_of(est) -> dict | None:
@@ -116,7 +139,10 @@ def min_gpus(r, capacity: int, inputs: dict) -> dict:
         raise InputError("'gpus' is both given and solved for: drop --gpus")
     fixed, base = _fixed(r, inputs)
     most = bound_of(r.regime, gpus_sym, {}, "max")
-    max_gpus = int(most) if most is not None else MAX_DP * NODE * 64
+    space = search_space()
+    max_dp = space["max_dp"]
+    tps = _tp_choices(base)
+    max_gpus = int(most) if most is not None else max_dp * tps[-1] * space["pp"][-1]
     # the layers (for the pipeline degrees to search) at a GPU count every fixed degree divides
     probe = {a: fixed.get(a, 1) for a in DEGREES}
     try:
@@ -124,14 +150,14 @@ def min_gpus(r, capacity: int, inputs: dict) -> dict:
                                  **probe, zero=fixed.get("zero", 3))).binding.values.get("L")
     except InputError:
         layers = None          # the layouts below say why
-    pps = [p for p in (1, 2, 4, 8, 16, 32, 64) if layers is None or p <= layers]
+    pps = [p for p in space["pp"] if layers is None or p <= layers]
     choices = {
-        "tp": [fixed["tp"]] if "tp" in fixed else [1, 2, 4, NODE],
+        "tp": [fixed["tp"]] if "tp" in fixed else tps,
         "pp": [fixed["pp"]] if "pp" in fixed else pps,
         "cp": [fixed.get("cp", 1)],
         "ep": [fixed.get("ep", 1)],
         # a regime that reads no ZeRO stage (inference) has one layout per degree, not four
-        "zero": [fixed["zero"]] if "zero" in fixed else [0, 1, 2, 3] if r.regime.symbol("zero") else [0],
+        "zero": [fixed["zero"]] if "zero" in fixed else list(space["zero"]) if r.regime.symbol("zero") else [0],
     }
     found, problems, refusals, tried = [], [], [], 0
     least = None              # the smallest per-GPU total seen: (bytes, layout, gpus)
@@ -166,7 +192,7 @@ def min_gpus(r, capacity: int, inputs: dict) -> dict:
                         f"cp {lay['cp']}, ep {lay['ep']}, zero {lay['zero']} on {g:,} GPUs)")
         raise DoesNotFit(f"nothing fits {capacity:,} B per GPU: no layout holds the job on any number of GPUs "
                          f"(searched tp {choices['tp']}, pp {choices['pp']}, zero {choices['zero']}, up to "
-                         f"{min(MAX_DP, max_gpus):,} data-parallel ranks){smallest}",
+                         f"{min(max_dp, max_gpus):,} data-parallel ranks){smallest}",
                          {"capacity_bytes": capacity, "searched": choices,
                           "smallest_bytes": None if least is None else int(-(-least[0] // 1))})
     found.sort(key=lambda x: (x[1]["gpus"], x[0].total_bytes))
@@ -186,7 +212,7 @@ def _smallest_dp(r, base, lay, capacity, max_gpus):
     eff = {a: lay[a] if r.regime.symbol(a) is not None else 1 for a in DEGREES}   # a degree it reads
     width = eff["tp"] * eff["pp"] * eff["cp"]
     step = eff["ep"] // gcd(eff["ep"], width)
-    limit = min(MAX_DP, max_gpus // width) // step
+    limit = min(search_space()["max_dp"], max_gpus // width) // step
     if limit < 1:
         raise InputError(f"tp x pp x cp x ep = {width * step:,} GPUs is more than the {max_gpus:,} a job may have")
     valid, totals = {}, {}
