@@ -286,13 +286,18 @@ def _py_module_head(p: Prepared, lib, target: str, ren, note, imports) -> List[s
             + ["", f"__all__ = {[e.func for e in p.entries]!r}", f"ARGUMENTS = {list(ren[a] for a in p.args)!r}", ""])
 
 
+def py_module_start(p: Prepared, lib, target: str, printer, note, imports):
+    """What a Python-family export (exact Python, NumPy) starts with: the arguments renamed off
+    Python's reserved words, the expression printer over them, the parameter list, and the
+    module's first lines (:func:`_py_module_head`): ``(ren, printer, params, lines)``."""
+    ren = {a: _safe(a, _PY_RESERVED) for a in p.args}
+    return ren, printer(ren), ", ".join(ren[a] for a in p.args), _py_module_head(p, lib, target, ren, note, imports)
+
+
 def python_module(p: Prepared, lib) -> str:
     """Each function ``f`` is a thin wrapper that makes its arguments exact and calls ``_f``, the
     exact arithmetic over ``int``/``Fraction`` values that vramsym's compiled regimes run."""
-    ren = {a: _safe(a, _PY_RESERVED) for a in p.args}
-    pr = ExactPythonPrinter(ren)
-    params = ", ".join(ren[a] for a in p.args)
-    out = _py_module_head(p, lib, "python", ren, [
+    ren, pr, params, out = py_module_start(p, lib, "python", ExactPythonPrinter, [
         "Exact: every argument is converted with Fraction() (pass ints, Fractions or decimal",
         "strings); a result is an int when whole, else a Fraction. No sympy needed."],
         ["from fractions import Fraction", "import math"])

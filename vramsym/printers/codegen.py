@@ -33,7 +33,7 @@ from sympy.printing.printer import Printer
 
 # the exact Python printer and the prepared regime are the engine's (stage 5 compiles with them)
 from ..engine.compiler import (_PY_RESERVED, PHASE_KEY, Entry, ExactPythonPrinter, Prepared,  # noqa: F401
-                               _arg_doc, _header_lines, _py_module_head, _Renaming, _safe, prepare,
+                               _arg_doc, _header_lines, _Renaming, _safe, prepare, py_module_start,
                                py_string, python_module)
 from ..lang.diagnostics import InputError
 from ..version import __version__
@@ -109,10 +109,7 @@ class CPrinter(_DivideLast, _Renaming, C99CodePrinter):
 # targets
 
 def _numpy(p: Prepared, lib) -> str:
-    ren = {a: _safe(a, _PY_RESERVED) for a in p.args}
-    pr = VecNumPyPrinter(ren)
-    params = ", ".join(ren[a] for a in p.args)
-    out = _py_module_head(p, lib, "numpy", ren, [
+    ren, pr, params, out = py_module_start(p, lib, "numpy", VecNumPyPrinter, [
         "Vectorized: every argument may be a scalar or an array (broadcast together);",
         "arithmetic in float64, results are float64 arrays of the broadcast shape."],
         ["import functools", "import numpy"])
