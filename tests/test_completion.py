@@ -19,17 +19,17 @@ from helpers import run_cli
 
 
 @pytest.fixture(scope="module")
-def iface():
-    return vramsym.vocabulary().iface
+def interface():
+    return vramsym.vocabulary().interface
 
 
 @pytest.fixture(scope="module")
-def scripts(iface, tmp_path_factory):
+def scripts(interface, tmp_path_factory):
     d = tmp_path_factory.mktemp("completion")
     out = {}
     for shell in completion.SHELLS:
         p = d / f"vramsym.{shell}"
-        p.write_text(completion.script(shell, commands(iface), iface))
+        p.write_text(completion.script(shell, commands(interface), interface))
         out[shell] = p
     return out
 
@@ -78,20 +78,20 @@ def test_help_names_the_command():
 
 
 @pytest.mark.parametrize("shell", completion.SHELLS)
-def test_script_holds_the_table(scripts, iface, shell):
+def test_script_holds_the_table(scripts, interface, shell):
     """Every command, every flag of every command, every regime and every option's choices."""
     text = scripts[shell].read_text()
-    table = commands(iface)
+    table = commands(interface)
     for name, (_, flags, _) in table.items():
         assert name in text
         for f in flags:
             if not f.positional:
                 long = f.name if shell != "fish" else f"-l {f.name[2:]}"
                 assert long in text, (name, f.name)
-    for regime in iface["regimes"]:
+    for regime in interface.regimes:
         assert regime.replace("_", "-") in text
-    for o in iface["options"].values():
-        for c in o["choices"]:
+    for o in interface.options.values():
+        for c in o.choices:
             assert c.replace("_", "-") in text
 
 
@@ -196,13 +196,13 @@ def test_zsh_function_proposes(scripts, words, needle):
     assert needle in r.stdout
 
 
-def test_one_walk_feeds_every_shell(iface):
+def test_one_walk_feeds_every_shell(interface):
     """The three renderers read the same records: the words of estimate's --regime are the regimes."""
-    cmds = {c.name: c for c in completion.walk(commands(iface), iface)}
+    cmds = {c.name: c for c in completion.walk(commands(interface), interface)}
     regime = next(o for o in cmds["estimate"].options if o.names == ("--regime",))
-    assert set(regime.value.words) == {r.replace("_", "-") for r in iface["regimes"]}
+    assert set(regime.value.words) == {r.replace("_", "-") for r in interface.regimes}
     model = next(o for o in cmds["estimate"].options if o.names == ("--model",))
     assert model.value.files and "llama-3.1-8b" in model.value.words
     gpu = next(o for o in cmds["solve"].options if o.names == ("--gpu",))
     assert {g["name"] for g in vramsym.catalog_gpus()} <= set(gpu.value.words)
-    assert set(cmds) == set(commands(iface))
+    assert set(cmds) == set(commands(interface))

@@ -1,6 +1,6 @@
 """The package's imports, walked with ``ast``: the floors of docs/pipeline.md.
 
-Floors, lowest first: the ground (errors, exact numbers, the terminal sanitiser, the flag
+Floors, lowest first: the ground (errors, exact numbers, typed records, the terminal sanitiser, the flag
 parser, the version), ``lang/``, ``catalog/``, ``engine/``, ``printers/``, ``measure/``, the
 façade (``vramsym/__init__.py`` with ``api.py`` and ``symbolic.py``, completion), the command
 line. A module may import its own floor and those below it; there is no import cycle. A
@@ -15,7 +15,8 @@ ROOT = os.path.join(os.path.dirname(__file__), "..", "vramsym")
 
 FLOORS = [
     # ground; catalog/paths.py (where the bundled files live, how a file is opened safely) belongs here
-    {"vramsym.errors", "vramsym.numbers", "vramsym.terminal", "vramsym.flags", "vramsym.version", "vramsym.catalog.paths"},
+    {"vramsym.errors", "vramsym.numbers", "vramsym.terminal", "vramsym.flags", "vramsym.version", "vramsym.catalog.paths",
+     "vramsym.records"},
     "vramsym.lang", "vramsym.catalog", "vramsym.engine", "vramsym.printers", "vramsym.measure",
     {"vramsym", "vramsym.api", "vramsym.symbolic", "vramsym.completion"}, {"vramsym.cli"},
 ]

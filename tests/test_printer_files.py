@@ -97,7 +97,7 @@ def test_the_page_is_the_template_filled_once():
 def test_a_slot_in_the_data_is_not_filled(monkeypatch):
     """One pass: a model name holding a slot marker stays data."""
     data = {"models": [{"name": "/*APP*/ /*RUNTIME*/ /*DATA*/"}]}
-    monkeypatch.setattr(calculator, "build_data", lambda models=None, voc=None, assume=None: (data, "const FUNCS = [];\n"))
+    monkeypatch.setattr(calculator, "build_data", lambda models=None, vocabulary=None, assume=None: (data, "const FUNCS = [];\n"))
     text = calculator.page()
     app = calculator.page_file(calculator.APP_FILE)
     assert text.count(app) == 1 and text.count("const Q = ") == 1

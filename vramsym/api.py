@@ -8,6 +8,7 @@ import json
 
 from .catalog.gpus import catalog as _gpu_catalog, find_gpu as _fg, resolve_capacity as _rc
 from .catalog.models import catalog as _model_catalog, load_model as _load
+from .catalog.paths import read_text
 from .engine.layouts import min_gpus as _min_gpus
 from .engine.runtime import compile as _compile, vocabulary as _vocabulary
 from .engine.sweep import curve, grid, points as _points
@@ -89,7 +90,7 @@ def catalog_models() -> list:
     """The bundled models with their exact parameter counts."""
     rows = []
     for name, path in _model_catalog().items():
-        d = json.loads(path.read_text())
+        d = json.loads(read_text(path))
         m = load_model(name)
         rows.append({"name": name, "hf_id": d.get("hf_id"), "model_type": m.config.get("model_type"),
                      "params": compile(m, "inference").evaluate(batch=1, seq=1).params, "source": d.get("source")})

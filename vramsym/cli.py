@@ -19,6 +19,7 @@ from vramsym.engine.sweep import _int
 from vramsym.errors import DoesNotFit, InputError, SolveError, VramError
 from vramsym.flags import Flag, UsageError, parse, prescan, print_usage_error, show
 from vramsym.printers import plot
+from vramsym.records import Domain
 from vramsym.printers.report import (estimate_data, print_advice, print_estimate, print_min_gpus, print_solution,
                                      solution_data, with_capacity)
 from vramsym.terminal import ShownStream
@@ -149,29 +150,29 @@ STATIC_GROUPS = {
 }
 
 
-def flag_group(group: str, iface) -> list:
+def flag_group(group: str, interface) -> list:
     """The flags of ``group``; ``regime``, ``inputs`` and ``options`` come from the formula files."""
     if group in STATIC_GROUPS:
         flags = STATIC_GROUPS[group]
     elif group == "regime":
-        flags = [Flag("--regime", default="inference", choices=sorted(iface["regimes"]),
+        flags = [Flag("--regime", default="inference", choices=sorted(interface.regimes),
                       help="regime (default: inference)")]
     elif group == "inputs":
-        flags = [Flag(f"--{show(m['alias'])}", "switch" if m.get("domain") == "bool" else "value",
-                      dest=f"in_{m['alias']}", metavar="0|1" if m.get("domain") == "bool" else "N",
-                      help=f"{m['description']} (symbol {name})")
-                 for name, m in sorted(iface["symbols"].items(), key=lambda x: x[1]["alias"] or "") if m["alias"]]
+        flags = [Flag(f"--{show(m.alias)}", "switch" if m.domain == Domain.BOOL else "value",
+                      dest=f"in_{m.alias}", metavar="0|1" if m.domain == Domain.BOOL else "N",
+                      help=f"{m.description} (symbol {name})")
+                 for name, m in sorted(interface.symbols.items(), key=lambda x: x[1].alias or "") if m.alias]
         flags.append(Flag("--set", "append", metavar="SYMBOL=VALUE",
                           help="give any declared symbol a value (e.g. --set n_kv=1)"))
     elif group == "options":
         flags = []
-        for name, o in sorted(iface["options"].items()):
-            preset = iface["presets"].get(name)
+        for name, o in sorted(interface.options.items()):
+            preset = interface.presets.get(name)
             extra = ""
             if preset:
-                extra = "; a preset of " + ", ".join(show(t) for t, _ in next(iter(preset["choices"].values())))
-            flags.append(Flag(f"--{show(name)}", dest=f"opt_{name}", choices=o["choices"],
-                              help=f"{o['description']} (default {show(o['default'])}{extra})"))
+                extra = "; a preset of " + ", ".join(show(t) for t, _ in next(iter(preset.choices.values())))
+            flags.append(Flag(f"--{show(name)}", dest=f"opt_{name}", choices=list(o.choices),
+                              help=f"{o.description} (default {show(o.default)}{extra})"))
     else:
         raise AssertionError(group)
     title = {"inputs": "inputs (symbols of the formula files with a command-line name)",
@@ -180,30 +181,30 @@ def flag_group(group: str, iface) -> list:
             for f in flags]
 
 
-def commands(iface) -> dict:
+def commands(interface) -> dict:
     """name -> (help, flags, examples), from :data:`COMMANDS` and the vocabulary."""
     out = {}
     for name, help_, groups, examples in COMMANDS:
         groups = list(groups) + (["formulas"] if name not in ("dtype", "models", "gpus", "check") else [])
-        out[name] = (help_, [f for g in groups for f in flag_group(g, iface)], examples)
+        out[name] = (help_, [f for g in groups for f in flag_group(g, interface)], examples)
     return out
 
 
 # ---- handlers ----
 
-def _inputs(args, iface=None) -> dict:
+def _inputs(args, interface=None) -> dict:
     """The inputs the flags give, by command-line name; one symbol given two different values
     (``--batch 1 --set b=2``) is an error."""
-    return _given_inputs(args, iface)[0]
+    return _given_inputs(args, interface)[0]
 
 
-def _given_inputs(args, iface=None) -> tuple:
+def _given_inputs(args, interface=None) -> tuple:
     """(inputs by command-line name, the flag that gave each: ``--batch 4`` or ``--set b=4``)."""
     out = {k[3:]: v for k, v in vars(args).items() if k.startswith("in_") and v is not None}
     flag_of = {k: f"--{show(k)} {v}" for k, v in out.items()}
     names = {}
-    if iface is not None:
-        names = {m["alias"]: n for n, m in iface["symbols"].items() if m["alias"]}
+    if interface is not None:
+        names = interface.aliases()
     by_symbol = {names.get(k, k): k for k in out}
     for item in getattr(args, "set", None) or []:
         if "=" not in item:
@@ -218,9 +219,9 @@ def _given_inputs(args, iface=None) -> tuple:
     return out, flag_of
 
 
-def _warn_unused(r, args, iface) -> None:
+def _warn_unused(r, args, interface) -> None:
     """A flag the chosen regime does not read changes nothing: say so (on stderr)."""
-    inputs, flag_of = _given_inputs(args, iface)
+    inputs, flag_of = _given_inputs(args, interface)
     for k in r.unused_inputs(inputs):
         flag = flag_of.get(k, k)
         print(f"vramsym: warning: {flag} is ignored: regime {r.regime.regime} with these options does not "
@@ -248,21 +249,21 @@ def _print_json(data) -> None:
     print(json.dumps(data, indent=2))
 
 
-def cmd_estimate(args, voc):
+def cmd_estimate(args, vocabulary):
     model = _load_model(args)
-    inputs, opts = _inputs(args, voc.iface), _options(args)
+    inputs, opts = _inputs(args, vocabulary.interface), _options(args)
     capacity = vramsym.resolve_capacity(args.gpu)[0] if args.gpu else None
-    r = vramsym.compile(model, args.regime, opts, formulas=args.formulas, vocabulary=voc)
-    _warn_unused(r, args, voc.iface)
+    r = vramsym.compile(model, args.regime, opts, formulas=args.formulas, vocabulary=vocabulary)
+    _warn_unused(r, args, vocabulary.interface)
     if capacity is not None:
         inputs = r.with_gpu(inputs, args.gpu)
     data = estimate_data(r.evaluate(inputs))
-    heur = [n for n, reg in voc.iface["regimes"].items()       # rules of thumb labelled beside this regime
-            if "heuristic" in reg["labels"] and f"beside_{args.regime}" in reg["labels"]]
+    heur = [n for n, reg in vocabulary.interface.regimes.items()       # rules of thumb labelled beside this regime
+            if "heuristic" in reg.labels and f"beside_{args.regime}" in reg.labels]
     if heur and opts.get("overhead") != "none":
         data["heuristics"] = []
         for name in heur:
-            h = vramsym.compile(model, name, {k: v for k, v in opts.items() if k != "overhead"}, formulas=args.formulas, vocabulary=voc)
+            h = vramsym.compile(model, name, {k: v for k, v in opts.items() if k != "overhead"}, formulas=args.formulas, vocabulary=vocabulary)
             ins = {k: v for k, v in inputs.items() if h.regime.symbol(k)}
             if h.regime.symbol("capacity"):
                 if capacity is None:
@@ -277,12 +278,12 @@ def cmd_estimate(args, voc):
     return ExitStatus.OK
 
 
-def cmd_solve(args, voc):
+def cmd_solve(args, vocabulary):
     capacity, cap_desc = vramsym.resolve_capacity(args.gpu)
     model = _load_model(args)
-    inputs = _inputs(args, voc.iface)
-    r = vramsym.compile(model, args.regime, _options(args), formulas=args.formulas, vocabulary=voc)
-    _warn_unused(r, args, voc.iface)
+    inputs = _inputs(args, vocabulary.interface)
+    r = vramsym.compile(model, args.regime, _options(args), formulas=args.formulas, vocabulary=vocabulary)
+    _warn_unused(r, args, vocabulary.interface)
     if args.target in ("min_gpus", "gpus"):
         return _solve_min_gpus(args, r, capacity, cap_desc, inputs)
     sol = r.solve(args.target, capacity, r.at_bound(r.with_gpu(inputs, args.gpu), args.bound))
@@ -312,13 +313,14 @@ def _solve_min_gpus(args, r, capacity, cap_desc, inputs):
     return ExitStatus.OK
 
 
-def cmd_fit(args, voc):
+def cmd_fit(args, vocabulary):
     capacity, desc = vramsym.resolve_capacity(args.gpu)
     model = _load_model(args)
     unit = args.unit or "GiB"
     rows = []
-    for regime, opts in voc.iface["fits"]:
-        r = vramsym.compile(model, regime, opts, formulas=args.formulas, vocabulary=voc)
+    for fit in vocabulary.interface.fits:
+        regime, opts = fit.regime, fit.options
+        r = vramsym.compile(model, regime, opts, formulas=args.formulas, vocabulary=vocabulary)
         est = r.evaluate(batch=args.batch, seq=args.seq)
         fits = est.total_bytes <= capacity
         max_batch = None
@@ -357,16 +359,16 @@ def cmd_fit(args, voc):
     return ExitStatus.OK
 
 
-def cmd_derive(args, voc):
+def cmd_derive(args, vocabulary):
     model = _load_model(args)
-    lib = voc.load_library()
+    lib = vocabulary.load_library()
     r = vramsym.compile(model, args.regime, _options(args), library=lib)
     if args.solve:
         if not args.gpu:
             raise InputError("--solve needs --gpu CAPACITY (e.g. 24GB, 24GiB or a GPU name)")
-        result = r.solve(args.solve, vramsym.resolve_capacity(args.gpu)[0], _inputs(args, voc.iface))
+        result = r.solve(args.solve, vramsym.resolve_capacity(args.gpu)[0], _inputs(args, vocabulary.interface))
     else:
-        result = r.evaluate(_inputs(args, voc.iface))
+        result = r.evaluate(_inputs(args, vocabulary.interface))
     text = vramsym.derive(result, args.format, args.standalone, library=lib)
     if args.json:
         _print_json({"format": args.format, "text": text})
@@ -375,10 +377,10 @@ def cmd_derive(args, voc):
     return ExitStatus.OK
 
 
-def cmd_export(args, voc):
+def cmd_export(args, vocabulary):
     model = _load_model(args) if args.model else None
     free = tuple(f.strip() for f in args.free.split(",") if f.strip())
-    text = vramsym.export(args.regime, args.to, model, _options(args), free, args.term, library=voc.load_library())
+    text = vramsym.export(args.regime, args.to, model, _options(args), free, args.term, library=vocabulary.load_library())
     if args.json:
         _print_json({"target": args.to, "regime": args.regime, "code": text})
     else:
@@ -386,14 +388,14 @@ def cmd_export(args, voc):
     return ExitStatus.OK
 
 
-def cmd_measure(args, voc):
+def cmd_measure(args, vocabulary):
     model = _load_model(args)
     try:
         steps = int(args.decode_steps)
     except ValueError:
         raise InputError(f"--decode-steps takes a whole number, got '{args.decode_steps}'") from None
-    res = vramsym.compare_with_pytorch(model, args.regime, _options(args), _inputs(args, voc.iface), fake=not args.real,
-                                       decode_steps=steps, library=voc.load_library())
+    res = vramsym.compare_with_pytorch(model, args.regime, _options(args), _inputs(args, vocabulary.interface), fake=not args.real,
+                                       decode_steps=steps, library=vocabulary.load_library())
     if args.json:
         print(json.dumps(res, indent=2, default=str))
         return ExitStatus.OK
@@ -410,8 +412,8 @@ def cmd_measure(args, voc):
     return ExitStatus.OK
 
 
-def cmd_dtype(args, voc):
-    info = vramsym.explain_dtype(args.name, voc.load_library())
+def cmd_dtype(args, vocabulary):
+    info = vramsym.explain_dtype(args.name, vocabulary.load_library())
     if args.json:
         _print_json({k: (str(v) if hasattr(v, "denominator") and not isinstance(v, int) else v) for k, v in info.items()})
         return ExitStatus.OK
@@ -432,7 +434,7 @@ def cmd_dtype(args, voc):
     return ExitStatus.OK
 
 
-def cmd_models(args, voc):
+def cmd_models(args, vocabulary):
     rows = vramsym.catalog_models()
     if args.json:
         _print_json(rows)
@@ -442,7 +444,7 @@ def cmd_models(args, voc):
     return ExitStatus.OK
 
 
-def cmd_gpus(args, voc):
+def cmd_gpus(args, vocabulary):
     gpus = vramsym.catalog_gpus()
     if args.json:
         _print_json(gpus)
@@ -453,8 +455,8 @@ def cmd_gpus(args, voc):
     return ExitStatus.OK
 
 
-def cmd_formulas(args, voc):
-    lib = voc.load_library()
+def cmd_formulas(args, vocabulary):
+    lib = vocabulary.load_library()
     terms = [{"name": t.name, "unit": lib.units.get(t.name), "description": t.description,
               "file": t.span.file, "line": t.span.line, "sources": list(t.sources)} for t in lib.terms.values()]
     regimes = [{"name": r.name, "extends": r.extends, "description": r.description,
@@ -462,7 +464,7 @@ def cmd_formulas(args, voc):
     options = [{"name": o.name, "choices": list(o.choices), "default": o.default, "description": o.description}
                for o in lib.options.values()]
     if args.json:
-        _print_json({"terms": terms, "regimes": regimes, "options": options, "presets": voc.iface["presets"]})
+        _print_json({"terms": terms, "regimes": regimes, "options": options, "presets": vocabulary.interface.to_json()["presets"]})
         return ExitStatus.OK
     print("regimes:")
     for r in regimes:
@@ -478,7 +480,7 @@ def cmd_formulas(args, voc):
     return ExitStatus.OK
 
 
-def cmd_check(args, voc):
+def cmd_check(args, vocabulary):
     lib, diags = vramsym.check(args.files)
     if args.json:
         _print_json({"ok": not diags, "diagnostics": [d.to_dict() for d in diags],
@@ -491,11 +493,11 @@ def cmd_check(args, voc):
     return ExitStatus.BAD_INPUT if diags else ExitStatus.OK
 
 
-def cmd_advise(args, voc):
+def cmd_advise(args, vocabulary):
     capacity, cap_desc = vramsym.resolve_capacity(args.gpu)
     model = _load_model(args)
-    res = vramsym.advise(model, args.regime, _options(args), _inputs(args, voc.iface), args.gpu,
-                         model_ref=args.model, formulas=args.formulas, vocabulary=voc)
+    res = vramsym.advise(model, args.regime, _options(args), _inputs(args, vocabulary.interface), args.gpu,
+                         model_ref=args.model, formulas=args.formulas, vocabulary=vocabulary)
     if args.json:
         _print_json({**{k: v for k, v in res.items() if k != "estimate"},
                      "approximate": model.approximate is not None, "approximate_reason": model.approximate})
@@ -509,15 +511,15 @@ def cmd_advise(args, voc):
 _PLOT_TO = {"batch": "64", "seq": "131072", "lora_rank": "256", "gpus": "64"}
 
 
-def cmd_plot(args, voc):
+def cmd_plot(args, vocabulary):
     model = _load_model(args)
-    inputs = _inputs(args, voc.iface)
+    inputs = _inputs(args, vocabulary.interface)
     if not args.output and not args.json:
         raise InputError("plot needs -o FILE.png|FILE.svg|FILE.pdf (or --json for the plotted data)")
     if args.output:
         plot.check_output(args.output)
-    r = vramsym.compile(model, args.regime, _options(args), formulas=args.formulas, vocabulary=voc)
-    _warn_unused(r, args, voc.iface)
+    r = vramsym.compile(model, args.regime, _options(args), formulas=args.formulas, vocabulary=vocabulary)
+    _warn_unused(r, args, vocabulary.interface)
     gpus = [(g, vramsym.resolve_capacity(g)[0]) for g in args.gpu]
     if gpus:
         inputs = r.with_gpu(inputs, gpus[0][0])
@@ -544,7 +546,7 @@ def cmd_plot(args, voc):
     return ExitStatus.OK
 
 
-def cmd_html(args, voc):
+def cmd_html(args, vocabulary):
     for name in args.model if args.assume else ():
         m = vramsym.load_model(name, assume=args.assume)
         if m.approximate:
@@ -562,9 +564,9 @@ def cmd_html(args, voc):
     return ExitStatus.OK
 
 
-def cmd_completion(args, voc):
+def cmd_completion(args, vocabulary):
     from vramsym.completion import script    # this command only: the warm path imports no typing
-    text = script(args.shell, commands(voc.iface), voc.iface)
+    text = script(args.shell, commands(vocabulary.interface), vocabulary.interface)
     if args.json:
         _print_json({"shell": args.shell, "script": text})
     else:
@@ -599,13 +601,13 @@ def _main(argv=None) -> int:
     table = None
     try:
         formulas = prescan(argv, "--formulas") if argv[:1] != ["check"] else []
-        voc = vramsym.vocabulary(formulas)
-        table = commands(voc.iface)
+        vocabulary = vramsym.vocabulary(formulas)
+        table = commands(vocabulary.interface)
         command, values = parse(argv, table, vramsym.__version__)
         if command in ("help", "version"):
             print(values, end="" if command == "help" else "\n")
             return ExitStatus.USAGE if not argv else ExitStatus.OK
-        return int(HANDLERS[command](SimpleNamespace(**values), voc))
+        return int(HANDLERS[command](SimpleNamespace(**values), vocabulary))
     except UsageError as e:
         if wants_json:
             print(json.dumps({"error": e.to_dict()}, indent=2))

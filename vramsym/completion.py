@@ -68,13 +68,12 @@ def catalogs() -> Dict[str, Tuple[str, ...]]:
             "dtypes": _words(show(n) for n in formats())}
 
 
-def _targets(iface, with_min_gpus: bool) -> Tuple[str, ...]:
-    ints = [m["alias"] for m in iface["symbols"].values()
-            if m.get("alias") and m.get("domain") in ("posint", "nonnegint")]
+def _targets(interface, with_min_gpus: bool) -> Tuple[str, ...]:
+    ints = [m.alias for m in interface.symbols.values() if m.alias and m.domain.integer]
     return _words([f"max_{a}" for a in ints] + (["min_gpus"] if with_min_gpus else []))
 
 
-def _value_of(f: Flag, command: str, iface, cats) -> Optional[Value]:
+def _value_of(f: Flag, command: str, interface, cats) -> Optional[Value]:
     if f.kind == "bool":
         return None
     if f.kind == "switch":
@@ -88,19 +87,19 @@ def _value_of(f: Flag, command: str, iface, cats) -> Optional[Value]:
     if f.dest in ("formulas", "output", "files"):
         return Value(files=True)
     if f.dest == "set":
-        names = {n for n in iface["symbols"]} | {m["alias"] for m in iface["symbols"].values() if m.get("alias")}
+        names = set(interface.symbols) | set(interface.aliases())
         return Value(_words(f"{n}=" for n in names), nospace=True)
     if f.dest == "target":
-        return Value(_targets(iface, with_min_gpus=command == "solve"))
+        return Value(_targets(interface, with_min_gpus=command == "solve"))
     if f.dest == "solve":
-        return Value(_targets(iface, with_min_gpus=False))
+        return Value(_targets(interface, with_min_gpus=False))
     if f.dest == "name" and command == "dtype":
         return Value(cats["dtypes"])
     return Value()          # a number or free text: nothing to propose
 
 
-def walk(table: dict, iface, cats: Optional[dict] = None) -> List[Command]:
-    """The one walk of the command table (``vramsym.cli.commands(iface)``) every shell's script is rendered from."""
+def walk(table: dict, interface, cats: Optional[dict] = None) -> List[Command]:
+    """The one walk of the command table (``vramsym.cli.commands(interface)``) every shell's script is rendered from."""
     cats = catalogs() if cats is None else cats
     out = []
     for name, (help_, flags, _examples) in table.items():
@@ -110,7 +109,7 @@ def walk(table: dict, iface, cats: Optional[dict] = None) -> List[Command]:
             if f.name in seen:          # a group given twice (``formulas``): one flag
                 continue
             seen.add(f.name)
-            v = _value_of(f, name, iface, cats)
+            v = _value_of(f, name, interface, cats)
             if f.positional:
                 if cmd.positional is None:      # the first positional is the one completed
                     cmd.positional = v
@@ -327,6 +326,6 @@ def fish(commands: List[Command]) -> str:
 RENDER = {"bash": bash, "zsh": zsh, "fish": fish}
 
 
-def script(shell: str, table: dict, iface) -> str:
+def script(shell: str, table: dict, interface) -> str:
     """The completion script for ``shell`` (bash, zsh or fish) of the command table ``table``."""
-    return RENDER[shell](walk(table, iface))
+    return RENDER[shell](walk(table, interface))

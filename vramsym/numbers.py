@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
+from .records import Domain
+
 MAX_DIGITS = 40          # significant digits of a number read from the user
 MAX_EXPONENT = 40        # |e| in 1e40
 _DECIMAL = re.compile(r"^\s*([+-]?)(\d[\d_]*)?(?:\.(\d*))?(?:[eE]([+-]?\d+))?\s*$")
@@ -63,15 +65,15 @@ def _from_text(text: str) -> Fraction:
     return Fraction(text.strip().replace("_", ""))
 
 
-def domain_problem(domain: str, v: Fraction) -> str | None:
+def domain_problem(domain: Domain, v: Fraction) -> str | None:
     """What ``v`` must be to belong to ``domain``, or None when it does."""
-    if domain in ("posint", "nonnegint", "bool") and v.denominator != 1:
+    if domain in (Domain.POSINT, Domain.NONNEGINT, Domain.BOOL) and v.denominator != 1:
         return "a whole number"
-    if domain in ("posint", "posreal") and v <= 0:
+    if domain in (Domain.POSINT, Domain.POSREAL) and v <= 0:
         return "positive"
-    if domain in ("nonnegint", "nonnegreal") and v < 0:
+    if domain in (Domain.NONNEGINT, Domain.NONNEGREAL) and v < 0:
         return "non-negative"
-    if domain == "bool" and v not in (0, 1):
+    if domain == Domain.BOOL and v not in (0, 1):
         return "0 or 1 (false or true)"
     return None
 

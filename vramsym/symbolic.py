@@ -13,7 +13,7 @@ from .catalog.paths import formulas_path
 from .engine.advice import Request, advise as _advise, sensitivity as _sens
 from .engine.bind import bind
 from .engine.regimes import compose as _compose
-from .engine.runtime import vocabulary as _voc
+from .engine.runtime import Vocabulary
 from .errors import InputError
 from .lang.library import load, load_or_raise
 from .measure.compare import compare
@@ -45,12 +45,12 @@ def advise(model, regime: str = "inference", options=None, inputs=None, gpu="24G
     if isinstance(model, str):
         model_ref = model_ref or model
         model = load_model(model, formulas)
-    voc = vocabulary or _voc(formulas)
+    vocabulary = vocabulary or Vocabulary.of(formulas)
     capacity = resolve_capacity(gpu)[0] if not isinstance(gpu, int) else gpu
     req = Request(model, model_ref or model.source, regime, dict(options or {}),
-                  {k: str(v) for k, v in dict(inputs or {}).items()}, str(gpu), voc, formulas)
+                  {k: str(v) for k, v in dict(inputs or {}).items()}, str(gpu), vocabulary, formulas)
     res = _advise(req, capacity)
-    res["sensitivity"] = _sens(res["estimate"], library=voc.load_library())
+    res["sensitivity"] = _sens(res["estimate"], library=vocabulary.load_library())
     return res
 
 
@@ -63,7 +63,7 @@ def sensitivity(estimate, names=("batch", "seq"), library=None) -> dict:
 def calculator_html(models=None, assume=None) -> str:
     """The self-contained calculator page (``vramsym html``) for ``models`` (default: the catalog);
     ``assume``: as for :func:`load_model`."""
-    return page(models, _voc(), assume=assume)
+    return page(models, Vocabulary.of(), assume=assume)
 
 
 def derive(result, fmt: str = "markdown", standalone: bool = False, library=None) -> str:

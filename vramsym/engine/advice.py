@@ -22,7 +22,7 @@ from ..catalog.paths import formulas_path, read_text
 from ..errors import DoesNotFit, InputError, SolveError
 from .layouts import min_gpus
 from .regimes import compose
-from .runtime import compile as _compile, vocabulary
+from .runtime import Vocabulary, compile as _compile
 
 MAX_COMBINED = 4          # changes combined at most, when no single one fits
 
@@ -39,31 +39,31 @@ def _show(value) -> str:
     return str(value).replace("_", "-")
 
 
-def _by_name(inputs: dict, voc) -> dict:
+def _by_name(inputs: dict, vocabulary) -> dict:
     """Inputs keyed one way per symbol: its command-line name where it has one (``--set ckpt_ratio=0.25``
     and a change's ``checkpoint_ratio`` are one input, so a change replaces the user's value and the
     flags that reproduce a row never give it twice)."""
-    alias = {n: m["alias"] for n, m in voc.iface["symbols"].items() if m["alias"]}
+    alias = {n: a for a, n in vocabulary.interface.aliases().items()}
     return {alias.get(k, k): v for k, v in inputs.items()}
 
 
 class Request:
     """One configuration as the user gave it: what ``estimate`` and the rows' ``argv`` are built from."""
 
-    def __init__(self, model, model_ref: str, regime: str, options: dict, inputs: dict, gpu: str, voc, formulas=()):
+    def __init__(self, model, model_ref: str, regime: str, options: dict, inputs: dict, gpu: str, vocabulary, formulas=()):
         self.model, self.model_ref, self.regime = model, model_ref, regime
         self.options, self.gpu = dict(options), gpu
-        self.voc, self.formulas = voc, tuple(formulas)
-        self.inputs = _by_name(inputs, voc)
+        self.vocabulary, self.formulas = vocabulary, tuple(formulas)
+        self.inputs = _by_name(inputs, vocabulary)
 
     def derived(self, regime=None, options=None, inputs=None, reset=()) -> "Request":
         kept = {k: v for k, v in self.options.items() if k not in reset}
         dropped = [k for k in self.options if k in reset]
         if dropped:     # the new regime's own choice, given explicitly: the flags then say it
-            resolved = self.voc.resolve(regime or self.regime, dict(kept, **(options or {})), self.model.config)
+            resolved = self.vocabulary.resolve(regime or self.regime, dict(kept, **(options or {})), self.model.config)
             kept.update({k: resolved[k] for k in dropped if k in resolved})
         return Request(self.model, self.model_ref, regime or self.regime, dict(kept, **(options or {})),
-                       dict(self.inputs, **_by_name(inputs or {}, self.voc)), self.gpu, self.voc, self.formulas)
+                       dict(self.inputs, **_by_name(inputs or {}, self.vocabulary)), self.gpu, self.vocabulary, self.formulas)
 
 
     def apply(self, change: dict) -> "Request":
@@ -71,7 +71,7 @@ class Request:
         return self.derived(change.get("regime"), change.get("options"), change.get("inputs"), change.get("reset", ()))
 
     def compiled(self):
-        return _compile(self.model, self.regime, self.options, formulas=self.formulas, vocabulary_=self.voc)
+        return _compile(self.model, self.regime, self.options, formulas=self.formulas, vocabulary=self.vocabulary)
 
     def evaluate(self):
         r = self.compiled()
@@ -81,7 +81,7 @@ class Request:
         out = ["estimate", "--model", self.model_ref, "--regime", self.regime]
         for k, v in sorted(self.options.items()):
             out += [_flag(k), _show(v)]
-        aliases = {m["alias"] for m in self.voc.iface["symbols"].values() if m["alias"]}
+        aliases = self.vocabulary.interface.aliases()
         for k, v in sorted(self.inputs.items()):
             out += [_flag(k), str(v)] if k in aliases else ["--set", f"{k}={v}"]
         return out + ["--gpu", self.gpu]
@@ -93,7 +93,7 @@ def _args_of(base: Request, new: Request) -> list:
     for k, v in sorted(new.options.items()):
         if base.options.get(k) != v:
             out += [_flag(k), _show(v)]
-    aliases = {m["alias"] for m in base.voc.iface["symbols"].values() if m["alias"]}
+    aliases = base.vocabulary.interface.aliases()
     for k, v in sorted(new.inputs.items()):
         if str(base.inputs.get(k)) != str(v):
             out += [_flag(k), str(v)] if k in aliases else ["--set", f"{k}={v}"]
@@ -153,7 +153,7 @@ def _solved(req: Request, r, what: str, capacity: int):
     given = {k: v for k, v in req.inputs.items() if k != what and r.regime.symbol(k) != r.regime.symbol(what)}
     value = r.solve(what, capacity, r.with_gpu(given, req.gpu)).value
     return Request(req.model, req.model_ref, req.regime, req.options, dict(given, **{what: value}),
-                   req.gpu, req.voc, req.formulas), value
+                   req.gpu, req.vocabulary, req.formulas), value
 
 
 def _local(expr, at: dict, x=None, stepped=None):
@@ -200,7 +200,7 @@ def sensitivity(est, names=("batch", "seq"), library=None) -> dict:
     syms = {n: compiled.symbol(n) for n in names if compiled.symbol(n) in compiled.args}
     if not syms:
         return {}
-    composed = compose(library or vocabulary().load_library(), compiled.regime, dict(compiled.options))
+    composed = compose(library or Vocabulary.of().load_library(), compiled.regime, dict(compiled.options))
     values = est.binding.values
 
     def rat(v):

@@ -11,15 +11,16 @@ from fractions import Fraction
 from ..errors import InputError, suggest
 from .compiled import CHECKPOINT_FIELD
 from ..numbers import NumberError, domain_problem, to_fraction
+from ..records import Domain
 
 
-def exact(value, what: str, from_config: bool = False, domain: str = "posint"):
+def exact(value, what: str, from_config: bool = False, domain: Domain = Domain.POSINT):
     """``value`` as an exact number (``int`` when whole, else ``Fraction``); a config.json field
     must be a JSON number (a boolean only for a true/false symbol)."""
     if type(value) is int and abs(value) < 10**40:
         return value
     try:
-        v = to_fraction(value, allow_bool=not from_config or domain == "bool", allow_str=not from_config)
+        v = to_fraction(value, allow_bool=not from_config or domain == Domain.BOOL, allow_str=not from_config)
     except NumberError as e:
         shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
         raise InputError(f"{what} is {shown}: {e}") from None
@@ -27,7 +28,7 @@ def exact(value, what: str, from_config: bool = False, domain: str = "posint"):
 
 
 def _shown(name, m):
-    return m["alias"] or name
+    return m.alias or name
 
 
 def user_values(compiled, inputs, known=()) -> tuple:
@@ -39,7 +40,7 @@ def user_values(compiled, inputs, known=()) -> tuple:
             if k in known:
                 unused.append(k)
                 continue
-            hint = suggest(k, [m["alias"] or s for s, m in compiled.symbols.items()] + list(known))
+            hint = suggest(k, [m.shown for m in compiled.symbols.values()] + list(known))
             raise InputError(f"unknown input '{k}'" + (f"; did you mean {', '.join(hint)}?" if hint else ""))
         if n in compiled.overridden:
             raise InputError(f"{k} is fixed by regime '{compiled.regime}' (a `let` in its chain): "
@@ -71,36 +72,36 @@ def bind(compiled, config, inputs, exclude=(), base=None, source="") -> tuple:
                 v = exact(v, f"input {_shown(name, m)}")
             origin = "input"
         else:
-            key = next((k for k in m["keys"] if cfg.get(k) is not None), None)
+            key = next((k for k in m.keys if cfg.get(k) is not None), None)
             if key is not None:
                 raw = cfg[key]
                 if isinstance(raw, (list, dict)):
                     raise InputError(f"model config field '{key}' is a {type(raw).__name__}, not a number "
-                                     f"(needed for {m['description']})")
-                v, origin = exact(raw, f"model config field '{key}'", True, m["domain"]), f"config:{key}"
-            elif m["default"] is not None:
+                                     f"(needed for {m.description})")
+                v, origin = exact(raw, f"model config field '{key}'", True, m.domain), f"config:{key}"
+            elif m.default is not None:
                 if name in stack:
                     raise InputError(f"cyclic defaults: {' -> '.join(stack + (name,))}")
-                args = [value_of(d, stack + (name,)) for d in m["default"]]
+                args = [value_of(d, stack + (name,)) for d in m.default]
                 v = Fraction(compiled.defaults[name](*args))
                 v, origin = (v.numerator if v.denominator == 1 else v), "default"
-            elif m["keys"] and all(k.startswith(CHECKPOINT_FIELD) for k in m["keys"]):
+            elif m.keys and all(k.startswith(CHECKPOINT_FIELD) for k in m.keys):
                 raise InputError(_needs_checkpoint(compiled, name, m, config, source))
-            elif m["keys"]:
-                where = (f"the model config ({source}) has none of the fields {', '.join(m['keys'])}"
+            elif m.keys:
+                where = (f"the model config ({source}) has none of the fields {', '.join(m.keys)}"
                          if config is not None else "no model was given")
-                raise InputError(f"missing value for {_shown(name, m)} ({m['description']}): {where}")
+                raise InputError(f"missing value for {_shown(name, m)} ({m.description}): {where}")
             else:
                 flag = _shown(name, m)
-                how = f"--{flag} N" if m["alias"] else f"--set {name}=VALUE"
-                raise InputError(f"missing value for {flag} ({m['description']}): give it with {how}")
-        bad = None if (type(v) is int and v > 0 and m["domain"] != "bool") else domain_problem(m["domain"], Fraction(v))
+                how = f"--{flag} N" if m.alias else f"--set {name}=VALUE"
+                raise InputError(f"missing value for {flag} ({m.description}): give it with {how}")
+        bad = None if (type(v) is int and v > 0 and m.domain != Domain.BOOL) else domain_problem(m.domain, Fraction(v))
         if bad:
             where = "the input" if origin == "input" else origin
             if origin == "default":       # name the numbers the default was computed from
-                where += " (" + ", ".join(f"{_shown(d, symbols[d])}={values[d]}" for d in m["default"]
+                where += " (" + ", ".join(f"{_shown(d, symbols[d])}={values[d]}" for d in m.default
                                           if d in values) + ")"
-            raise InputError(f"{_shown(name, m)} ({m['description']}) must be {bad}, got {v} from {where}")
+            raise InputError(f"{_shown(name, m)} ({m.description}) must be {bad}, got {v} from {where}")
         values[name] = v
         prov[name] = origin
         return v
@@ -123,7 +124,7 @@ def bound_of(compiled, name, values, kind="max"):
     f = compiled.bounds.get((name, kind))
     if f is None:
         return None
-    deps = compiled.symbols[name][kind]["args"]
+    deps = compiled.symbols[name].bound(kind).args
     if any(d not in values for d in deps):
         return None
     return Fraction(f(*[values[d] for d in deps]))
@@ -135,7 +136,7 @@ def _needs_checkpoint(compiled, name, m, config, source) -> str:
     opts = "".join(f" with --{o.replace('_', '-')} {c.replace('_', '-')}" for o, c in compiled.checkpoint_options)
     model = f"the model ({source})" if config is not None and source else "the model" if config is not None \
         else "no model"
-    return (f"missing value for {_shown(name, m)} ({m['description']}): regime {compiled.regime}{opts} needs a "
+    return (f"missing value for {_shown(name, m)} ({m.description}): regime {compiled.regime}{opts} needs a "
             f"checkpoint, and {model} {'was given' if config is None else 'has none'}: give --model a folder "
             f"with *.safetensors files (or ORG/NAME of one) or a .gguf file")
 
@@ -143,19 +144,19 @@ def _needs_checkpoint(compiled, name, m, config, source) -> str:
 def _given(name, m, v, origin) -> str:
     """What the user gave (``--ep 3``, ``--set n_kv=3``), or where a value came from."""
     if origin == "input":
-        return f"--{m['alias'].replace('_', '-')} {v}" if m["alias"] else f"--set {name}={v}"
+        return f"--{m.alias.replace('_', '-')} {v}" if m.alias else f"--set {name}={v}"
     if origin == "default":
         return f"{v}, the default of {_flag(name, m)}"
     return f"{v} from {origin}"
 
 
 def _flag(name, m) -> str:
-    return f"--{m['alias'].replace('_', '-')}" if m["alias"] else name
+    return f"--{m.alias.replace('_', '-')}" if m.alias else name
 
 
 def _with(bound) -> str:
     """The options a bound read, as the flags that chose them: `` with --offload optimizer-params``."""
-    opts = [f"--{o.replace('_', '-')} {c.replace('_', '-')}" for o, c in bound.get("options") or ()]
+    opts = [f"--{o.replace('_', '-')} {c.replace('_', '-')}" for o, c in bound.options]
     return " with " + " and ".join(opts) if opts else ""
 
 
@@ -169,8 +170,8 @@ def check_bounds(compiled, values, prov, changed=None) -> None:
         if kind == "divides":
             if t in values and v and Fraction(values[t]) % Fraction(v) != 0:
                 tm = compiled.symbols[t]
-                raise _refused(f"{_shown(n, m)} ({m['description']}) must divide {_shown(t, tm)} "
-                               f"({tm['description']}) = {values[t]}, got {_given(n, m, v, prov.get(n, ''))}",
+                raise _refused(f"{_shown(n, m)} ({m.description}) must divide {_shown(t, tm)} "
+                               f"({tm.description}) = {values[t]}, got {_given(n, m, v, prov.get(n, ''))}",
                                n, kind, reads, values[t])
             continue
         b = bound_of(compiled, n, values, kind)
@@ -185,8 +186,8 @@ def check_bounds(compiled, values, prov, changed=None) -> None:
         else:
             continue
         shown_b = b.numerator if b.denominator == 1 else b
-        bound = m[kind]["text"] if m[kind]["text"] == str(shown_b) else f"{m[kind]['text']} = {shown_b}"
-        raise _refused(f"{_shown(n, m)} ({m['description']}) must be {word} {bound}{_with(m[kind])}, "
+        bound = m.bound(kind).text if m.bound(kind).text == str(shown_b) else f"{m.bound(kind).text} = {shown_b}"
+        raise _refused(f"{_shown(n, m)} ({m.description}) must be {word} {bound}{_with(m.bound(kind))}, "
                        f"got {_given(n, m, v, prov.get(n, ''))}", n, kind, reads, b)
 
 

@@ -2,13 +2,17 @@
 
 :func:`vramsym.engine.compiler.compile_regime` runs once per regime and resolved options
 (sympy is needed there) and gives plain data (JSON), which :mod:`vramsym.engine.cache`
-persists. ``CompiledRegime(data)`` runs that code; binding (:mod:`vramsym.engine.bind`),
+persists. ``CompiledRegime(data)`` runs that code and reads its tables into typed records
+(:mod:`vramsym.records`: a :class:`~vramsym.records.Symbol` per symbol, a
+:class:`~vramsym.records.Term` per component, a :class:`~vramsym.records.Phase` per phase); binding (:mod:`vramsym.engine.bind`),
 evaluation and the inverse solve (:mod:`vramsym.engine.inverse`) then need no sympy.
 """
 from __future__ import annotations
 
 import marshal
 from fractions import Fraction
+
+from ..records import Phase, Symbol, Term
 
 FORMAT = 5
 
@@ -46,26 +50,26 @@ class CompiledRegime:
         self.options = tuple((k, v) for k, v in data["options"])
         self.used_options = tuple(data["used_options"])
         self.checkpoint_options = tuple(tuple(kv) for kv in data.get("checkpoint_options") or ())
-        self.symbols = data["symbols"]
+        self.symbols = {n: Symbol.from_json(n, m) for n, m in data["symbols"].items()}
         self.args = tuple(data["args"])
-        self.components = data["components"]
+        self.components = tuple(Term.from_json(c) for c in data["components"])
         self.overridden = tuple(data["overridden"])
         self._total = ns[data["total"]]
-        self._parts = tuple(ns[c["func"]] for c in data["components"])
-        self.phases = data["phases"]
-        self._phase_funcs = tuple(ns[p["func"]] if p["func"] else self._total for p in self.phases)
+        self._parts = tuple(ns[c.func] for c in self.components)
+        self.phases = tuple(Phase.from_json(p) for p in data["phases"])
+        self._phase_funcs = tuple(ns[p.func] if p.func else self._total for p in self.phases)
         self._params = ns[data["params"]] if data.get("params") else None
-        self.defaults = {n: ns["_default_" + n] for n, m in self.symbols.items() if m["default"] is not None}
-        self.bounds = {(n, k): ns[f"_{k}_{n}"] for n, m in self.symbols.items() for k in BOUNDS if k in m}
-        self._alias = {m["alias"]: n for n, m in self.symbols.items() if m["alias"]}
+        self.defaults = {n: ns["_default_" + n] for n, m in self.symbols.items() if m.default is not None}
+        self.bounds = {(n, k): ns[f"_{k}_{n}"] for n, m in self.symbols.items() for k in BOUNDS
+                       if m.bound(k) is not None}
+        self._alias = {m.alias: n for n, m in self.symbols.items() if m.alias}
         # run-time ranges (low, high) around the defaults of symbols such as the CUDA context
-        self.ranges = {n: (Fraction(m["range"][0]), Fraction(m["range"][1]))
-                       for n, m in self.symbols.items() if m.get("range")}
+        self.ranges = {n: (Fraction(m.range[0]), Fraction(m.range[1])) for n, m in self.symbols.items() if m.range}
         # every declared bound as (symbol, kind, the symbols it reads): what binding checks
-        self.checks = tuple((n, k, frozenset([n, *m[k]["args"]]), None) for n, m in self.symbols.items()
-                            for k in BOUNDS if k in m)
+        self.checks = tuple((n, k, frozenset([n, *m.bound(k).args]), None) for n, m in self.symbols.items()
+                            for k in BOUNDS if m.bound(k) is not None)
         self.checks += tuple((n, "divides", frozenset((n, t)), t) for n, m in self.symbols.items()
-                             for t in m.get("divides") or ())
+                             for t in m.divides)
 
     def cache_payload(self) -> dict:
         """The data to cache: the compiled regime with its bytecode in place of its source."""

@@ -125,7 +125,7 @@ def _dp_dependent(err, r) -> bool:
 
 
 def min_gpus(r, capacity: int, inputs: dict) -> dict:
-    """The fewest GPUs for compiled regime ``r`` (a :class:`vramsym.engine.runtime.Compiled`):
+    """The fewest GPUs for compiled regime ``r`` (a :class:`vramsym.engine.runtime.BoundRegime`):
     ``{"best": (estimate, layout), "layouts": [(estimate, layout), ...], "searched": [...]}``.
 
     A layout the user fixed (``--tp``, ``--pp``, ``--cp``, ``--ep``, ``--zero``) that no GPU

@@ -1,20 +1,22 @@
-"""The library's vocabulary as plain data, and option resolution over it (no sympy, no AST).
+"""The library's vocabulary as a typed record, and option resolution over it (no sympy, no AST).
 
 ``interface_of(library)`` keeps what the command line and the warm path need from a
 checked library without loading it again: every option (choices, default, config
 fields), every preset, every regime (its chain and the options it sets) and every
-symbol's command-line name. It is JSON, so the cache stores it as data.
+symbol's command-line name, as a :class:`vramsym.records.Interface`; the cache stores its
+``to_json()`` and reads it back with ``Interface.from_json``.
 """
 from __future__ import annotations
 
 from ..errors import InputError, suggest
+from ..records import Interface
 
 
-def interface_of(lib) -> dict:
+def interface_of(lib) -> Interface:
     cached = getattr(lib, "_interface", None)
     if cached is not None:
         return cached
-    iface = {
+    interface = Interface.from_json({
         "options": {n: {"choices": list(o.choices), "default": o.default, "description": o.description,
                         "keys": list(o.config_keys)} for n, o in lib.options.items()},
         "presets": {n: {"choices": {label: [[o, c] for o, c, _ in assigns]
@@ -25,14 +27,14 @@ def interface_of(lib) -> dict:
         "fits": [[f.regime, {o: c for o, c, _ in f.options}] for f in lib.fits],
         "symbols": {n: {"alias": d.alias, "description": d.description, "domain": d.domain}
                     for n, d in lib.symbols.items()},
-    }
-    lib._interface = iface
-    return iface
+    })
+    lib._interface = interface
+    return interface
 
 
-def regime_names(iface: dict, name: str) -> list:
+def regime_names(interface: Interface, name: str) -> list:
     """The chain of regime names, root first."""
-    regimes = iface["regimes"]
+    regimes = interface.regimes
     if name not in regimes:
         hint = suggest(name, regimes)
         raise InputError(f"unknown regime '{name}'" + (f"; did you mean {', '.join(hint)}?" if hint else
@@ -40,60 +42,60 @@ def regime_names(iface: dict, name: str) -> list:
     chain, cur = [], name
     while cur is not None:
         chain.append(cur)
-        cur = regimes[cur]["extends"]
+        cur = regimes[cur].extends
     return list(reversed(chain))
 
 
-def _check_choice(iface: dict, name: str, choice: str, where: str) -> None:
-    opts = iface["options"]
+def _check_choice(interface: Interface, name: str, choice: str, where: str) -> None:
+    opts = interface.options
     if name not in opts:
         hint = suggest(name, opts)
         raise InputError(f"unknown option '{name}'" + (f"; did you mean {', '.join(hint)}?" if hint else
                                                        f"; options are {', '.join(sorted(opts))}"))
-    if choice not in opts[name]["choices"]:
+    if choice not in opts[name].choices:
         raise InputError(f"{where}: option {name.replace('_', '-')} has no choice '{choice.replace('_', '-')}': "
-                         f"choices are {', '.join(c.replace('_', '-') for c in opts[name]['choices'])}")
+                         f"choices are {', '.join(c.replace('_', '-') for c in opts[name].choices)}")
 
 
-def resolve_options(iface: dict, regime: str, user: dict, config=None) -> dict:
+def resolve_options(interface: Interface, regime: str, user: dict, config=None) -> dict:
     """Declared default < the model's config (``from``) < the regime's ``set`` < the user's choice.
 
     A preset option (``precision``) is a named bundle: choosing it, at any of these levels,
     sets the options it stands for at that level; an option the user names directly wins
     over the preset the user also chose."""
-    opts = iface["options"]
-    presets = iface.get("presets", {})
-    out = {n: o["default"] for n, o in opts.items()}
+    opts = interface.options
+    presets = interface.presets
+    out = {n: o.default for n, o in opts.items()}
 
     def apply(name, choice, level):
         out[name] = choice
         p = presets.get(name)
         if p is not None:
-            for target, value in p["choices"][choice]:
+            for target, value in p.choices[choice]:
                 if not (level == "user" and target in user):
                     out[target] = value
 
     for name, o in opts.items():
         if name not in presets:
             continue
-        apply(name, o["default"], "default")
+        apply(name, o.default, "default")
     for name, o in opts.items():
         if name in user:
             continue
-        for key in o["keys"]:
+        for key in o.keys:
             value = (config or {}).get(key)
             if value is None:
                 continue
-            if not isinstance(value, str) or value not in o["choices"]:
+            if not isinstance(value, str) or value not in o.choices:
                 raise InputError(f"model config field '{key}' is {value!r}, which is not a choice of option "
-                                 f"'{name}' ({', '.join(o['choices'])})")
+                                 f"'{name}' ({', '.join(o.choices)})")
             apply(name, value, "config")
             break
-    for r in regime_names(iface, regime):
-        for name, choice in iface["regimes"][r]["sets"]:
+    for r in regime_names(interface, regime):
+        for name, choice in interface.regimes[r].sets:
             apply(name, choice, "regime")
     for name, choice in user.items():
-        _check_choice(iface, name, choice, "the command line")
+        _check_choice(interface, name, choice, "the command line")
     for name, choice in user.items():   # presets first, so that a named option wins over its preset
         if name in presets:
             apply(name, choice, "user")

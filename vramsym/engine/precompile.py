@@ -26,13 +26,14 @@ from .regimes import compose
 from .runtime import Vocabulary
 
 
-def combinations(voc, models):
+def combinations(vocabulary, models):
     """The (regime, options) pairs to compile: defaults of every regime and every fit row, per model."""
     seen = {}
     for m in models:
-        asks = [(r, {}) for r in voc.iface["regimes"]] + [(r, dict(o)) for r, o in voc.iface["fits"]]
+        asks = [(r, {}) for r in vocabulary.interface.regimes] + [(f.regime, dict(f.options))
+                                                                  for f in vocabulary.interface.fits]
         for regime, opts in asks:
-            resolved = voc.resolve(regime, opts, m.config)
+            resolved = vocabulary.resolve(regime, opts, m.config)
             seen.setdefault((regime, tuple(sorted(resolved.items()))), (regime, opts, m))
     return list(seen.values())
 
@@ -42,14 +43,14 @@ def write(folder: str, models=None) -> int:
     default: the whole catalog); the number written."""
     key = cache.shipped_key()
     lib = load_or_raise([Path(formulas_path())])
-    voc = Vocabulary(library=lib)
+    vocabulary = Vocabulary(library=lib)
     os.makedirs(folder, exist_ok=True)
     for f in os.listdir(folder):
         if f.endswith(".json") or f == "KEY":
             os.unlink(os.path.join(folder, f))
-    entries = {"interface": interface_of(lib)}
-    for regime, opts, model in combinations(voc, [load_model(n) for n in (models or sorted(catalog()))]):
-        resolved = voc.resolve(regime, opts, model.config)
+    entries = {"interface": interface_of(lib).to_json()}
+    for regime, opts, model in combinations(vocabulary, [load_model(n) for n in (models or sorted(catalog()))]):
+        resolved = vocabulary.resolve(regime, opts, model.config)
         name = cache.entry_name("regime", regime, sorted(resolved.items()))
         entries[name] = compile_regime(lib, compose(lib, regime, resolved))
     for name, data in entries.items():

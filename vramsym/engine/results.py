@@ -23,10 +23,11 @@ class Binding:
 class Component:
     __slots__ = ("name", "description", "unit", "exact", "sources", "definition", "formula", "host")
 
-    def __init__(self, meta, exact):
-        self.name, self.description, self.unit = meta["name"], meta["description"], meta["unit"]
-        self.host = meta.get("host", False)     # host (CPU) memory, outside the GPU total
-        self.sources, self.definition, self.formula = tuple(meta["sources"]), meta["definition"], meta["formula"]
+    def __init__(self, term, exact):
+        """``term``: the component's :class:`vramsym.records.Term`; ``exact``: its exact bytes."""
+        self.name, self.description, self.unit = term.name, term.description, term.unit
+        self.host = term.host     # host (CPU) memory, outside the GPU total
+        self.sources, self.definition, self.formula = term.sources, term.definition, term.formula
         self.exact = exact
 
     @property
@@ -42,9 +43,10 @@ class PhaseTotal:
     components alive in it."""
     __slots__ = ("name", "description", "exact", "components")
 
-    def __init__(self, meta, exact):
-        self.name, self.description = meta["name"], meta["description"]
-        self.components = tuple(meta["components"])
+    def __init__(self, phase, exact):
+        """``phase``: the :class:`vramsym.records.Phase`; ``exact``: its exact total."""
+        self.name, self.description = phase.name, phase.description
+        self.components = phase.components
         self.exact = exact
 
     @property

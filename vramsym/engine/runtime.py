@@ -1,9 +1,10 @@
 """A regime compiled for one model: the object behind ``vramsym.compile``, the CLI and ``fit``.
 
-``compiled_regime`` finds the compiled regime for a regime and its resolved options: in
-this process's memo, in the cache (verified data), or by loading the formula library,
-composing with sympy and compiling (then cached). :class:`Compiled` binds the model's
-numbers once; ``evaluate`` and ``solve`` bind the inputs (vramsym.engine.bind), evaluate the
+:class:`Vocabulary` holds the library's :class:`~vramsym.records.Interface`, and
+``Vocabulary.compiled`` finds the :class:`~vramsym.engine.compiled.CompiledRegime` for a regime
+and its resolved options: in this process's memo, in the cache (verified data), or by loading
+the formula library, composing with sympy and compiling (then cached). :func:`compile` gives a
+:class:`BoundRegime`, a compiled regime with the model's numbers bound once; ``evaluate`` and ``solve`` bind the inputs (vramsym.engine.bind), evaluate the
 compiled code and search exactly (vramsym.engine.inverse). Nothing else computes bytes.
 """
 from __future__ import annotations
@@ -15,6 +16,7 @@ from .compiled import CompiledRegime
 from ..errors import DoesNotFit, InputError, SolveError, suggest
 from .inverse import largest_fitting
 from .options import interface_of, resolve_options
+from ..records import Interface
 from .results import Binding, Estimate, Solution, negative, to_int_bytes
 
 _MEMO: dict = {}
@@ -37,19 +39,35 @@ class Vocabulary:
         self._shipped = None
         self._compiled = {}        # this vocabulary's compiled regimes, by regime and options
         if library is not None:
-            self.iface = interface_of(library)
-        else:
-            self.key = key or cache.code_key(self.extra)
-            if not self.extra:       # the regimes shipped with the package answer the bundled formulas
-                self.shipped_key = self._shipped_key
-            self.iface = cache.get(self.key, "interface")
-            if self.iface is None:
-                self.iface = cache.shipped(self.shipped_key, "interface")
-                if self.iface is not None:
-                    cache.put(self.key, "interface", self.iface)
-            if self.iface is None:
-                self.iface = interface_of(self.load_library())
-                cache.put(self.key, "interface", self.iface)
+            self.interface = interface_of(library)
+            return
+        self.key = key or cache.code_key(self.extra)
+        if not self.extra:       # the regimes shipped with the package answer the bundled formulas
+            self.shipped_key = self._shipped_key
+        self.interface = self._cached(cache.get(self.key, "interface"))
+        if self.interface is None:
+            self.interface = self._cached(cache.shipped(self.shipped_key, "interface"))
+            if self.interface is not None:
+                cache.put(self.key, "interface", self.interface.to_json())
+        if self.interface is None:
+            self.interface = interface_of(self.load_library())
+            cache.put(self.key, "interface", self.interface.to_json())
+
+    @staticmethod
+    def _cached(data):
+        """The interface read from cached JSON, or None (none, or of another format: read again)."""
+        if data is None:
+            return None
+        try:
+            return Interface.from_json(data)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+    @property
+    def iface(self) -> dict:
+        """The interface as JSON data (what ``vramsym.vocabulary().iface`` gave before the typed
+        :attr:`interface`; kept for callers of that name)."""
+        return self.interface.to_json()
 
     def _shipped_key(self):
         if self._shipped is None:
@@ -62,14 +80,13 @@ class Vocabulary:
         return self.library
 
     def known_inputs(self):
-        out = set(self.iface["symbols"])
-        out |= {m["alias"] for m in self.iface["symbols"].values() if m["alias"]}
-        return out
+        return set(self.interface.symbols) | set(self.interface.aliases())
 
     def resolve(self, regime: str, options, config=None) -> dict:
-        return resolve_options(self.iface, regime, dict(options or {}), config)
+        return resolve_options(self.interface, regime, dict(options or {}), config)
 
-    def compiled_regime(self, regime: str, options=None, config=None):
+    def compiled(self, regime: str, options=None, config=None) -> CompiledRegime:
+        """The compiled regime for ``regime`` with ``options`` resolved (against ``config``)."""
         resolved = self.resolve(regime, options, config)
         opts = sorted(resolved.items())
         memo_key = (regime, tuple(opts))
@@ -103,25 +120,30 @@ class Vocabulary:
         return compiled
 
 
-def vocabulary(extra=(), library=None) -> Vocabulary:
-    """The vocabulary of ``library``, or of the bundled formula files plus ``extra`` as they are
-    now: keyed by their content, so an edited file is never answered from an earlier reading."""
-    if library is not None:
-        v = getattr(library, "_vocabulary", None)
-        if v is None:
-            v = Vocabulary(library=library)
-            library._vocabulary = v
-        return v
-    extra = tuple(str(e) for e in extra)
-    key = cache.code_key(extra)
-    k = ("vocabulary", extra, key)
-    if k not in _MEMO:
-        _MEMO[k] = Vocabulary(extra, key=key)
-    return _MEMO[k]
+    @classmethod
+    def of(cls, extra=(), library=None) -> "Vocabulary":
+        """The vocabulary of ``library``, or of the bundled formula files plus ``extra`` as they are
+        now: keyed by their content, so an edited file is never answered from an earlier reading."""
+        if library is not None:
+            v = getattr(library, "_vocabulary", None)
+            if v is None:
+                v = cls(library=library)
+                library._vocabulary = v
+            return v
+        extra = tuple(str(e) for e in extra)
+        key = cache.code_key(extra)
+        k = ("vocabulary", extra, key)
+        if k not in _MEMO:
+            _MEMO[k] = cls(extra, key=key)
+        return _MEMO[k]
 
 
-class Compiled:
-    """A regime compiled for one model.
+#: the vocabulary of a library or of the bundled formula files (``vramsym.vocabulary``)
+vocabulary = Vocabulary.of
+
+
+class BoundRegime:
+    """A compiled regime bound to one model (what :func:`compile` gives).
 
     ``evaluate(batch=4, seq=4096)`` returns an :class:`~vramsym.engine.results.Estimate`;
     ``solve("batch", "24GB", seq=4096)`` the largest batch that fits. The model's numbers
@@ -143,7 +165,7 @@ class Compiled:
         """The command-line inputs without a default (batch, seq) and every symbol whose default
         reads one: what the model's binding leaves out. Inputs with a default (gpus, tp, zero,
         lora_rank, ...) are bound there with it and replaced when given."""
-        aliased = {n for n, m in self.regime.symbols.items() if m["alias"] and m["default"] is None}
+        aliased = {n for n, m in self.regime.symbols.items() if m.alias and m.default is None}
         return frozenset(aliased | self._readers(aliased))
 
     def _readers(self, names):
@@ -152,7 +174,7 @@ class Compiled:
         while grew:
             grew = False
             for n, m in self.regime.symbols.items():
-                if n not in out and m["default"] and (set(names) | out).intersection(m["default"]):
+                if n not in out and m.default and (set(names) | out).intersection(m.default):
                     out.add(n)
                     grew = True
         return out
@@ -199,7 +221,7 @@ class Compiled:
 
     def _compare_weights(self, values, prov) -> str:
         """A note comparing the weights the headers give with what the formulas count."""
-        filed = to_int_bytes(self.regime.parts(values)[[m["name"] for m in self.regime.components].index("weights")])
+        filed = to_int_bytes(self.regime.parts(values)[[t.name for t in self.regime.components].index("weights")])
         inputs = {k: v for k, v in values.items() if prov.get(k) == "input" and self._weights_check.regime.symbol(k)}
         try:
             est = self._weights_check.evaluate(inputs)
@@ -247,7 +269,7 @@ class Compiled:
         if bound == "point":
             return inputs
         for n, (lo, hi) in self.regime.ranges.items():
-            alias = self.regime.symbols[n]["alias"]
+            alias = self.regime.symbols[n].alias
             if n not in inputs and (alias is None or alias not in inputs):
                 inputs[n] = lo if bound == "low" else hi
         return inputs
@@ -265,22 +287,22 @@ class Compiled:
         if name is None:
             if var in self.known:
                 raise SolveError(f"the {c.regime} total does not depend on {var}: there is nothing to solve")
-            ints = sorted(m["alias"] or n for n, m in c.symbols.items() if m["domain"] in ("posint", "nonnegint"))
+            ints = sorted(m.shown for m in c.symbols.values() if m.domain.integer)
             hint = suggest(var, ints)
             raise InputError(f"cannot solve for '{var}': no such symbol" +
                              (f"; did you mean {', '.join(hint)}?" if hint else f"; integer symbols: {', '.join(ints)}"))
         m = c.symbols[name]
-        alias = m["alias"] or name
-        if m["domain"] not in ("posint", "nonnegint"):
-            raise InputError(f"cannot solve for '{variable}': it is not an integer symbol (domain {m['domain']})")
+        alias = m.shown
+        if not m.domain.integer:
+            raise InputError(f"cannot solve for '{variable}': it is not an integer symbol (domain {m.domain})")
         if name in inputs or alias in inputs:
             raise InputError(f"'{alias}' is both given and solved for: drop --{alias.replace('_', '-')}")
         if name not in c.args:
-            raise SolveError(f"the {c.regime} total does not depend on {alias} ({m['description']}): "
+            raise SolveError(f"the {c.regime} total does not depend on {alias} ({m.description}): "
                              f"there is nothing to solve")
         inputs = self.with_gpu(inputs, capacity)
         values, prov, _ = self._bind(inputs, exclude=(name,))
-        lo = 1 if m["domain"] == "posint" else 0
+        lo = m.domain.lowest
         if any(n not in values for n in self._readers({name})):
             user = user_values(c, inputs, self.known)[0]
             cfg = self.model.config if self.model is not None else None
@@ -312,7 +334,7 @@ class Compiled:
         hi = bound_of(c, name, values, "max")
         hi = None if hi is None else int(hi // 1)
         if hi is not None and hi < lo:
-            raise SolveError(f"{alias} must be at most {c.symbols[name]['max']['text']} = {hi}, below its "
+            raise SolveError(f"{alias} must be at most {m.max.text} = {hi}, below its "
                              f"smallest value {lo}: there is nothing to solve")
         best = largest_fitting(total, capacity, lo=lo, hi=hi, name=alias)
         best = self._within_bounds(best, lo, total, values, prov, name, alias)
@@ -350,13 +372,14 @@ class Compiled:
 
 
 def compile(model=None, regime: str = "inference", options=None, library=None, formulas=(),
-            vocabulary_=None) -> Compiled:
-    voc = vocabulary_ or vocabulary(formulas, library)
+            vocabulary=None) -> BoundRegime:
+    """``regime`` with ``options`` compiled (or found compiled) and bound to ``model``."""
+    vocabulary = vocabulary or Vocabulary.of(formulas, library)
     cfg = model.config if model is not None else None
-    c = Compiled(voc.compiled_regime(regime, options, cfg), model, voc.known_inputs())
+    c = BoundRegime(vocabulary.compiled(regime, options, cfg), model, vocabulary.known_inputs())
     if getattr(model, "checkpoint", None) and dict(c.regime.options).get("weights_source") == "file" \
-            and any(m["name"] == "weights" for m in c.regime.components):
+            and any(t.name == "weights" for t in c.regime.components):
         # the same regime with the weights counted by the formulas, to compare with the headers
-        formula = voc.compiled_regime(regime, dict(options or {}, weights_source="formula"), cfg)
-        c._weights_check = Compiled(formula, model, voc.known_inputs())
+        formula = vocabulary.compiled(regime, dict(options or {}, weights_source="formula"), cfg)
+        c._weights_check = BoundRegime(formula, model, vocabulary.known_inputs())
     return c

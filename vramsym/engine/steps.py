@@ -16,6 +16,7 @@ from typing import List, Optional, Tuple
 import sympy
 
 from ..lang.build import placeholder
+from ..records import Domain
 from .regimes import compose
 from .results import Solution
 
@@ -103,7 +104,7 @@ def derivation_steps(result, lib) -> List[Step]:
     # the solve works on the peak: the closed form is that of the phase whose total is the answer's
     peak = composed.phase_totals[est.peak_phase.name] if len(composed.phases) > 1 else composed.total
     f = peak.xreplace({composed.symbols[k]: _rat(v) for k, v in rest.items()})
-    lo = 1 if lib.symbols[name].domain == "posint" else 0
+    lo = Domain(lib.symbols[name].domain).lowest
     fe, root = closed_form(f, x, sol.capacity_bytes, lo)
     steps.append(Step("simplification", f"Total as a function of {name}" + (
         f" (the peak phase, {est.peak_phase.name})" if len(composed.phases) > 1 else ""), lhs=f"M({name})", expr=fe))

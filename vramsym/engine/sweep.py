@@ -97,12 +97,12 @@ def curve(r, vary: str, xs: list, inputs: dict, capacities=()) -> dict:
 def _check_declared(r, name, vary, xs, inputs) -> None:
     """The plotted values within the bounds the formula files declare for the varied symbol
     (``gpus``: at most 1,048,576), said for --from / --to before anything is evaluated."""
-    bounds = {k: r.regime.symbols[name].get(k) for k in ("max", "min")}
+    bounds = {k: r.regime.symbols[name].bound(k) for k in ("max", "min")}
     if not any(bounds.values()):
         return
     values, _, _ = r._bind(inputs, exclude=(name,))
     hi, lo = bound_of(r.regime, name, values, "max"), bound_of(r.regime, name, values, "min")
-    shown = lambda b, k: bounds[k]["text"] if bounds[k]["text"] == str(b) else f"{bounds[k]['text']} = {b}"
+    shown = lambda b, k: bounds[k].text if bounds[k].text == str(b) else f"{bounds[k].text} = {b}"
     if hi is not None and xs[-1] > hi:
         raise InputError(f"--to {xs[-1]:,}: {vary} must be at most {shown(hi, 'max')} (declared in the formula files)")
     if lo is not None and xs[0] < lo:

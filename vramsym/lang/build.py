@@ -10,14 +10,15 @@ from typing import Callable, Mapping
 
 import sympy
 
+from ..records import Domain
 from . import ast as A
 
 _ASSUMPTIONS = {
-    "posint": dict(integer=True, positive=True),
-    "nonnegint": dict(integer=True, nonnegative=True),
-    "posreal": dict(real=True, positive=True),
-    "nonnegreal": dict(real=True, nonnegative=True),
-    "bool": dict(integer=True, nonnegative=True),
+    Domain.POSINT: dict(integer=True, positive=True),
+    Domain.NONNEGINT: dict(integer=True, nonnegative=True),
+    Domain.POSREAL: dict(real=True, positive=True),
+    Domain.NONNEGREAL: dict(real=True, nonnegative=True),
+    Domain.BOOL: dict(integer=True, nonnegative=True),
 }
 
 _COMPARE = {"<": sympy.StrictLessThan, "<=": sympy.LessThan, ">": sympy.StrictGreaterThan,

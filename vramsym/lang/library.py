@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..catalog.paths import formulas_path
+from ..records import Domain
 from . import ast as A
 from .diagnostics import (MSG_ARITY, MSG_COMPARE_OUTSIDE_IF, MSG_CYCLE, MSG_DUPLICATE,
                           MSG_COMPONENT_UNIT, MSG_DEFAULT_TERM, MSG_DEFAULT_UNIT, MSG_IF_CONDITION, MSG_NO_SOURCE, MSG_INCLUDE, MSG_LET_UNIT, MSG_MATCH_INCOMPLETE,
@@ -25,7 +26,7 @@ from .diagnostics import (MSG_ARITY, MSG_COMPARE_OUTSIDE_IF, MSG_CYCLE, MSG_DUPL
 from .parse import deep_recursion, parse_text
 from .units import Constant, build_unit, fmt, registry, same, unit_of, units_file_default
 
-DOMAINS = ("posint", "nonnegint", "posreal", "nonnegreal", "bool")
+DOMAINS = tuple(d.value for d in Domain)
 MAX_FILE_BYTES = 2**20     # one formula file
 MAX_EXPONENT = 64          # |n| in x^n
 FUNCTIONS = {"min": (2, None), "max": (2, None), "ceil": (1, 1), "floor": (1, 1), "if": (3, 3)}

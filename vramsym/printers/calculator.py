@@ -33,7 +33,7 @@ from ..catalog.models import catalog as model_catalog, load_model
 from ..engine.bind import bind
 from ..engine.compiler import PHASE_KEY, prepare
 from ..engine.regimes import compose
-from ..engine.runtime import compile as _compile, vocabulary
+from ..engine.runtime import Vocabulary, compile as _compile
 from ..errors import InputError
 from ..version import __version__
 from .codegen import js_exact, js_exact_runtime
@@ -55,10 +55,10 @@ def _frac(v) -> str:
     return str(f.numerator) if f.denominator == 1 else f"{f.numerator}/{f.denominator}"
 
 
-def build_data(models=None, voc=None, assume=None) -> tuple[dict, str]:
+def build_data(models=None, vocabulary=None, assume=None) -> tuple[dict, str]:
     """(data, functions): the page's JSON data and the JavaScript of its groups' components."""
-    voc = voc or vocabulary()
-    lib = voc.load_library()
+    vocabulary = vocabulary or Vocabulary.of()
+    lib = vocabulary.load_library()
     names = list(models) if models else list(model_catalog())
     if not names:
         raise InputError("the page needs at least one model")
@@ -69,7 +69,7 @@ def build_data(models=None, voc=None, assume=None) -> tuple[dict, str]:
         model_rows.append({"name": name, "label": label, "source": str(spec.source), "hf_id": spec.hf_id})
         for regime, precisions in PAGE_REGIMES.items():
             for precision in precisions:
-                r = _compile(spec, regime, {"precision": precision}, vocabulary_=voc)
+                r = _compile(spec, regime, {"precision": precision}, vocabulary=vocabulary)
                 key = json.dumps([regime, sorted(r.regime.options)])
                 free = {a: r.regime.symbol(a) for a in FREE if r.regime.symbol(a) in r.regime.args}
                 if key not in groups:
@@ -79,7 +79,7 @@ def build_data(models=None, voc=None, assume=None) -> tuple[dict, str]:
                     comps = [e for e in prep.entries if e.key != "total" and not e.key.startswith(PHASE_KEY)]
                     index = {e.key: i for i, e in enumerate(comps)}
                     host = set(composed.host)
-                    meta = {m["name"]: m for m in r.regime.components}
+                    meta = {t.name: t for t in r.regime.components}
                     bounds = {}
                     for alias, sym in free.items():
                         for kind, (deps, expr) in (prep.bounds or {}).get(sym, {}).items():
@@ -87,13 +87,13 @@ def build_data(models=None, voc=None, assume=None) -> tuple[dict, str]:
                                 bounds.setdefault(alias, {})[kind] = len(funcs)
                                 funcs.append(f"(a) => {js_exact(expr)}")
                     groups[key] = {"id": gid, "regime": regime, "args": list(prep.args), "free": free,
-                                   "domains": {a: r.regime.symbols[s]["domain"] for a, s in free.items()},
+                                   "domains": {a: r.regime.symbols[s].domain.value for a, s in free.items()},
                                    "options": dict(r.regime.options), "bounds": bounds,
                                    "description": composed.description, "function": len(funcs),
                                    "components": [{"name": e.key, "description": e.description,
                                                    "host": e.key in host,
-                                                   "definition": meta.get(e.key, {}).get("definition", ""),
-                                                   "formula": meta.get(e.key, {}).get("formula", ""),
+                                                   "definition": meta[e.key].definition if e.key in meta else "",
+                                                   "formula": meta[e.key].formula if e.key in meta else "",
                                                    "sources": list(e.sources)} for e in comps],
                                    # the timeline: the page's total is the largest phase total, the sum
                                    # of the components alive in the phase (indices into components)
@@ -102,7 +102,7 @@ def build_data(models=None, voc=None, assume=None) -> tuple[dict, str]:
                                               for ph in composed.phases]}
                     funcs.append("(a) => [\n" + ",\n".join(js_exact(e.expr) for e in comps) + "]")
                 g = groups[key]
-                no_default = tuple(s for s in free.values() if r.regime.symbols[s]["default"] is None)
+                no_default = tuple(s for s in free.values() if r.regime.symbols[s].default is None)
                 values, prov = bind(r.regime, spec.config, {}, exclude=no_default, source=spec.source)
                 need = [a for a in g["args"] if a not in free.values()]
                 missing = [a for a in need if a not in values]
@@ -123,8 +123,8 @@ def build_data(models=None, voc=None, assume=None) -> tuple[dict, str]:
 
 _SLOT = re.compile(r"/\*(DATA|RUNTIME|APP)\*/")
 
-def page(models=None, voc=None, assume=None) -> str:
-    data, funcs = build_data(models, voc, assume)
+def page(models=None, vocabulary=None, assume=None) -> str:
+    data, funcs = build_data(models, vocabulary, assume)
     fill = {"DATA": _json_for_script(data), "RUNTIME": js_exact_runtime() + funcs, "APP": page_file(APP_FILE)}
     # one pass over the template: what a slot receives (a model's name, a path) is never searched
     # for another slot, so no data can create one or hit one

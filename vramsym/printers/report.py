@@ -33,7 +33,7 @@ def estimate_data(est) -> dict:
 def _ranges(est) -> dict:
     """The run-time ranges behind low_bytes / high_bytes: symbol -> {low, point, high} (exact strings)."""
     values, prov = est.binding.values, est.binding.provenance
-    return {n: {"low": str(lo), "point": str(values[n]), "high": str(hi), "unit": est.compiled.symbols[n]["unit"]}
+    return {n: {"low": str(lo), "point": str(values[n]), "high": str(hi), "unit": est.compiled.symbols[n].unit}
             for n, (lo, hi) in sorted(est.compiled.ranges.items())
             if n in values and prov.get(n) != "input" and lo != hi}
 

@@ -1,0 +1,344 @@
+"""A seeded random sweep: vramsym's prediction against PyTorch's accounting on cases nobody picked.
+
+    python benchmarks/accuracy_sweep.py --seed 1 --cases 100 --out sweep.jsonl     # measure (resumable)
+    python benchmarks/accuracy_sweep.py --seed 1 --cases 100 --out sweep.jsonl --write docs/accuracy_sweep.md
+    python benchmarks/accuracy_sweep.py --seed 7 --cases 6 --small                  # the CI subset's kind
+
+Each case is drawn from ``random.Random(seed)``, in order, so case k of a seed is always the same
+job; the command and the seed are printed with the results, and ``--out`` appends one JSON line a
+case (a rerun skips the cases the file holds). What is drawn (issue 22):
+
+- the model: a catalog model at full size (FakeTensorMode: nothing is allocated), or a random
+  synthetic config of a supported family (hidden size, layers, heads, KV heads that divide them,
+  a head_dim other than h/n, intermediate size, vocabulary, tied or untied head, biases, sliding
+  windows, soft-caps); ``--small`` keeps synthetic configs small enough for CI;
+- the job: inference or training (full, LoRA), its precision, optimizer, the attention kernel the
+  model really gets (its default) or eager, checkpointing none / full / partial, dropout as the
+  config sets it, the loop (Trainer's or the hand-written one), batch log-uniform in 1-16,
+  sequence log-uniform in 128-16,384 within the model's positions, gradient accumulation;
+- a multi-GPU case (a share ``--multi`` of the cases): N from 2 to 16, FSDP2 ZeRO-2 / ZeRO-3
+  (``reshard_after_forward`` False / True) with and without checkpointing, or DTensor tensor
+  parallelism over N ranks (N dividing the heads), one rank measured under the fake process group.
+
+A case the measurement harness cannot run (a family or option it does not support) is recorded
+with its reason and counted apart; it is never dropped silently.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import statistics
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import vramsym  # noqa: E402
+from vramsym.catalog.models import _spec  # noqa: E402
+from vramsym.measure.compare import MEASURED_AS, compare  # noqa: E402
+
+#: catalog models measured at full size (dense families the harness runs under FakeTensorMode)
+FULL_SIZE = ["gpt2", "gpt2-xl", "llama-3.2-1b", "llama-3.2-3b", "llama-3.1-8b", "qwen2.5-0.5b", "qwen2.5-7b",
+             "qwen3-4b", "qwen3-8b", "mistral-7b-v0.3", "phi-3-mini-4k", "gemma-3-4b", "gemma-2-9b", "llama-2-7b"]
+
+#: the synthetic families: model_type and what varies in them
+FAMILIES = ["llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3", "gpt2", "starcoder2",
+            "gpt_neox", "granite", "smollm3", "helium"]
+
+
+def _log_uniform(rng, lo, hi) -> int:
+    return int(round(math.exp(rng.uniform(math.log(lo), math.log(hi)))))
+
+
+def synthetic(rng, family: str, small: bool) -> dict:
+    """A random config of ``family``: widths drawn, heads and KV heads that divide, a head_dim other
+    than h / n now and then, the family's own switches (biases, sliding windows, soft-caps)."""
+    n_q = rng.choice([2, 4, 8] if small else [4, 8, 12, 16, 32])
+    d_h = rng.choice([16, 32] if small else [64, 80, 128])
+    h = n_q * d_h if rng.random() < 0.7 else n_q * d_h + rng.choice([-1, 1]) * d_h * rng.choice([1, 2])
+    h = max(h, 2 * d_h)
+    kv = rng.choice([d for d in range(1, n_q + 1) if n_q % d == 0])
+    layers = rng.randint(1, 4) if small else rng.randint(2, 12)
+    vocab = rng.choice([256, 1000, 4096] if small else [32000, 50257, 65536, 128256, 151936])
+    inter = rng.choice([2, 3, 4]) * h + rng.choice([0, 8, 64])
+    maxpos = 4096 if small else 32768
+    cfg = {"model_type": family, "hidden_size": h, "num_hidden_layers": layers, "num_attention_heads": n_q,
+           "vocab_size": vocab, "intermediate_size": inter, "max_position_embeddings": maxpos,
+           "tie_word_embeddings": rng.random() < 0.5}
+    if family == "gpt2":
+        cfg = {"model_type": "gpt2", "n_embd": n_q * d_h, "n_layer": layers, "n_head": n_q, "vocab_size": vocab,
+               "n_positions": maxpos, "n_inner": rng.choice([None, 4 * n_q * d_h]),
+               "resid_pdrop": rng.choice([0.0, 0.1]), "embd_pdrop": rng.choice([0.0, 0.1]),
+               "attn_pdrop": rng.choice([0.0, 0.1])}
+        return cfg
+    if family == "gpt_neox":
+        cfg.update(hidden_size=n_q * d_h, rotary_pct=rng.choice([0.25, 1.0]), use_parallel_residual=rng.random() < 0.7,
+                   tie_word_embeddings=False)
+        return cfg
+    cfg["num_key_value_heads"] = kv
+    cfg["head_dim"] = d_h        # always given: some config classes default it to a constant (Helium: 128)
+    if family in ("qwen2",):
+        cfg["sliding_window"] = None
+    if family in ("mistral",) and rng.random() < 0.3:
+        cfg["sliding_window"] = rng.choice([256, 1024, 4096])
+    if family in ("gemma", "gemma2", "gemma3_text"):
+        cfg["head_dim"] = d_h
+        cfg["tie_word_embeddings"] = True
+    if family == "gemma2":
+        cfg.update(sliding_window=rng.choice([256, 1024, 4096]), attn_logit_softcapping=rng.choice([None, 50.0]),
+                   final_logit_softcapping=rng.choice([None, 30.0]), query_pre_attn_scalar=d_h)
+    if family == "gemma3_text":
+        cfg.update(sliding_window=rng.choice([256, 512, 1024]), query_pre_attn_scalar=d_h)
+    if family == "starcoder2":
+        cfg.update(use_bias=rng.random() < 0.7, hidden_act="gelu_pytorch_tanh", residual_dropout=0.0,
+                   embedding_dropout=0.0, attention_dropout=0.0)
+    if family in ("llama", "granite", "helium", "smollm3"):
+        cfg["attention_bias"] = rng.random() < 0.2
+        cfg["mlp_bias"] = rng.random() < 0.2
+    if family == "phi3":
+        cfg["tie_word_embeddings"] = False
+    return cfg
+
+
+def draw(rng, small: bool, multi: float) -> dict:
+    """One case: the model, the job and the layout, drawn from ``rng``."""
+    if not small and rng.random() < 0.5:
+        name = rng.choice(FULL_SIZE)
+        model = {"catalog": name}
+        cfg = dict(vramsym.load_model(name).raw_config)
+        family = cfg.get("model_type")
+    else:
+        family = rng.choice(FAMILIES)
+        cfg = synthetic(rng, family, small)
+        model = {"config": cfg}
+    maxpos = int(cfg.get("max_position_embeddings") or cfg.get("n_positions") or 2048)
+    seq = min(_log_uniform(rng, 32 if small else 128, 512 if small else 16384), maxpos)
+    batch = _log_uniform(rng, 1, 4 if small else 16)
+    case = {"model": model, "family": family, "batch": batch, "seq": seq, "options": {}, "inputs": {}}
+    if rng.random() < multi:
+        return _draw_multi(rng, case, cfg)
+    regime = rng.choices(["inference", "train", "lora"], weights=[3, 4, 3])[0]
+    case["regime"] = regime
+    o = case["options"]
+    if rng.random() < 0.25:
+        o["attention"] = "eager"
+    if regime == "inference":
+        o["precision"] = rng.choice(["bf16", "fp16", "fp32"])
+        return case
+    o["precision"] = rng.choice(["fp32", "bf16", "mixed_bf16"] if regime == "train" else ["bf16", "fp32"])
+    o["optimizer"] = rng.choice(["adamw", "adamw", "adamw_fused", "sgd", "sgd_momentum"])
+    ck = rng.choice(["none", "none", "full", "partial"])
+    if ck != "none":
+        o["checkpointing"] = "full"
+        if ck == "partial":
+            case["inputs"]["checkpoint_ratio"] = rng.choice(["1/4", "1/2", "3/4"])
+    if rng.random() < 0.3:
+        o["loop"] = "manual"
+    if rng.random() < 0.2:
+        case["inputs"]["grad_accum"] = rng.choice([2, 3])
+    if regime == "lora":
+        o["lora_targets"] = rng.choice(["qv", "attention", "all_linear"])
+        case["inputs"]["lora_rank"] = rng.choice([4, 8, 16, 64])
+    return case
+
+
+def _draw_multi(rng, case, cfg) -> dict:
+    case["regime"] = "train"
+    heads = int(cfg.get("num_attention_heads") or cfg.get("n_head") or 1)
+    kv = int(cfg.get("num_key_value_heads") or heads)
+    tp_ok = [n for n in (2, 4, 8, 16) if heads % n == 0 and kv % n == 0]
+    if tp_ok and rng.random() < 0.25:
+        n = rng.choice(tp_ok)
+        case["options"].update(tp_style="dtensor", precision=rng.choice(["fp32", "bf16"]), optimizer="adamw")
+        case["inputs"].update(gpus=n, tp=n)
+        case["layout"] = f"tp {n} (DTensor)"
+        return case
+    n = rng.randint(2, 16)
+    z = rng.choice([2, 3])
+    case["options"].update(zero_impl="fsdp2", precision=rng.choice(["fp32", "bf16", "mixed_bf16"]),
+                           optimizer=rng.choice(["adamw", "adamw_fused"]))
+    if rng.random() < 0.4:
+        case["options"]["checkpointing"] = "full"
+    case["inputs"].update(gpus=n, zero=z)
+    case["layout"] = f"fsdp2 zero-{z} x {n}"
+    return case
+
+
+def _model(case):
+    m = case["model"]
+    if "catalog" in m:
+        return vramsym.load_model(m["catalog"])
+    return _spec(dict(m["config"]), f"synthetic-{case['family']}", "benchmarks/accuracy_sweep.py")
+
+
+def run_case(case, lib) -> dict:
+    t = time.time()
+    out = {k: case[k] for k in ("family", "regime", "batch", "seq", "options", "inputs")}
+    out["layout"] = case.get("layout", "1 GPU")
+    out["model"] = case["model"].get("catalog") or "synthetic"
+    if "config" in case["model"]:
+        out["config"] = case["model"]["config"]
+    try:
+        res = compare(_model(case), case["regime"], case["options"],
+                      dict(case["inputs"], batch=case["batch"], seq=case["seq"]), fake=True, library=lib)
+    except vramsym.InputError as e:
+        out["unsupported"] = str(e)
+        return out
+    except Exception as e:  # noqa: BLE001 - the table says which case failed and why
+        out["failed"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+        return out
+    total = next(r for r in res["rows"] if r["component"] == "total (peak)")
+    out.update(predicted=total["predicted_bytes"], measured=total["measured_bytes"], rel=total["relative_error"],
+               predicted_phase=res.get("predicted_peak_phase"), measured_phase=res.get("measured_peak_phase"),
+               seconds=round(time.time() - t, 1),
+               components=[{k: r[k] for k in ("component", "predicted_bytes", "measured_bytes")} for r in res["rows"]])
+    return out
+
+
+def repredict(rows, lib) -> int:
+    """Each measured row's prediction derived again with today's formulas (the measurement does not
+    depend on them): the sweep is measured once and re-read after every formula change. The number
+    of rows whose prediction changed."""
+    changed = 0
+    for r in rows:
+        if "measured" not in r:
+            continue
+        case = {"model": {"catalog": r["model"]} if r["model"] != "synthetic" else {"config": r["config"]},
+                "family": r["family"]}
+        try:
+            est = vramsym.compile(_model(case), r["regime"], dict(r["options"], overhead="none"),
+                                  library=lib).evaluate(dict(r["inputs"], batch=r["batch"], seq=r["seq"]))
+        except vramsym.InputError as e:       # a family the formulas now refuse for this regime
+            r.update(unsupported=str(e))
+            for k in ("predicted", "rel", "predicted_phase"):
+                r.pop(k, None)
+            changed += 1
+            continue
+        if est.total_bytes != r["predicted"]:
+            changed += 1
+        r["predicted"] = est.total_bytes
+        r["rel"] = (est.total_bytes - r["measured"]) / r["measured"]
+        r["predicted_phase"] = est.peak_phase.name if est.peak_phase is not None else None
+    return changed
+
+
+def cases(seed: int, k: int, small: bool, multi: float):
+    rng = random.Random(seed)
+    for i in range(k):
+        yield i, draw(rng, small, multi)
+
+
+def _q(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(math.ceil(p * len(xs))) - 1)]
+
+
+def summary_lines(rows, seed, k, small, multi) -> list:
+    done = [r for r in rows if "rel" in r]
+    lines = [f"# Accuracy on a seeded random sweep", "",
+             f"Generated by `python benchmarks/accuracy_sweep.py --seed {seed} --cases {k}"
+             + (" --small" if small else "") + f" --multi {multi} --out FILE --write docs/accuracy_sweep.md` "
+             "(do not edit by hand). Each case was drawn at random (see the script's docstring); the "
+             "prediction is vramsym's tensors-only total (`--overhead none`), the measurement PyTorch's "
+             "peak under FakeTensorMode (`vramsym measure`), one rank under the fake process group for "
+             "multi-GPU cases; the predictions are derived again from today's formulas each time the report is "
+             "written (the measurements do not depend on them). Error = (predicted - measured) / measured: negative is an under-prediction "
+             "(vramsym says it fits, the job runs out of memory).", "",
+             f"**{len(rows)} cases: {len(done)} measured, "
+             f"{sum('unsupported' in r for r in rows)} the harness does not run, "
+             f"{sum('failed' in r for r in rows)} failed.**", ""]
+    if not done:
+        return lines
+
+    def group(key):
+        g = {}
+        for r in done:
+            g.setdefault(key(r), []).append(r)
+        return g
+
+    def table(title, key):
+        out = [f"## {title}", "", "| group | cases | median abs | p95 abs | worst under | worst over |",
+               "|---|---:|---:|---:|---:|---:|"]
+        for name, rs in sorted(group(key).items()):
+            e = [r["rel"] for r in rs]
+            a = [abs(x) for x in e]
+            out.append(f"| {name} | {len(rs)} | {statistics.median(a) * 100:.2f}% | {_q(a, 0.95) * 100:.2f}% | "
+                       f"{min(min(e), 0) * 100:+.2f}% | {max(max(e), 0) * 100:+.2f}% |")
+        return out + [""]
+
+    lines += table("All measured cases", lambda r: "single GPU" if r["layout"] == "1 GPU" else "multi-GPU")
+    lines += table("By family (model_type)", lambda r: r["family"])
+    lines += table("By regime and layout", lambda r: f"{r['regime']}, {r['layout'].split(' x ')[0]}")
+    agree = sum(MEASURED_AS.get(r["predicted_phase"], r["predicted_phase"]) == r["measured_phase"] for r in done)
+    lines += [f"Predicted peak phase lies in the measured one in {agree} of {len(done)} cases.", ""]
+    worst = sorted(done, key=lambda r: r["rel"])
+    lines += ["## The worst cases", "", "| error | model | regime | layout | b | s | options | inputs | "
+              "predicted phase | measured phase |", "|---:|---|---|---|---:|---:|---|---|---|---|"]
+    for r in worst[:10] + [r for r in worst[::-1][:10] if r not in worst[:10]]:
+        name = r["model"] if r["model"] != "synthetic" else f"synthetic {r['family']}"
+        lines.append(f"| {r['rel'] * 100:+.2f}% | {name} | {r['regime']} | {r['layout']} | {r['batch']} | {r['seq']} | "
+                     f"{', '.join(f'{a}={b}' for a, b in sorted(r['options'].items()))} | "
+                     f"{', '.join(f'{a}={b}' for a, b in sorted(r['inputs'].items()))} | {r['predicted_phase']} | "
+                     f"{r['measured_phase']} |")
+    lines.append("")
+    other = [r for r in rows if "rel" not in r]
+    if other:
+        lines += ["## Cases not measured", "", "| model | regime | layout | why |", "|---|---|---|---|"]
+        for r in other:
+            why = (r.get("unsupported") or r.get("failed") or "").replace("|", "\\|")[:200]
+            lines.append(f"| {r['model']} {r['family']} | {r['regime']} | {r['layout']} | {why} |")
+        lines.append("")
+    return lines
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--cases", type=int, default=20)
+    ap.add_argument("--small", action="store_true", help="small synthetic configs only (CI)")
+    ap.add_argument("--multi", type=float, default=0.25, help="share of multi-GPU cases")
+    ap.add_argument("--out", help="JSON lines, one a case; a rerun skips the cases it holds")
+    ap.add_argument("--write", help="write the report (Markdown) here")
+    ap.add_argument("--list", action="store_true", help="print the drawn cases, measure nothing")
+    a = ap.parse_args(argv)
+    print(f"seed {a.seed}, {a.cases} cases: python benchmarks/accuracy_sweep.py --seed {a.seed} --cases {a.cases}"
+          + (" --small" if a.small else "") + f" --multi {a.multi}", flush=True)
+    done = {}
+    if a.out and os.path.exists(a.out):
+        with open(a.out, encoding="utf-8") as fh:
+            for line in fh:
+                r = json.loads(line)
+                done[r["index"]] = r
+    lib = vramsym.load_library()
+    rows = []
+    for i, case in cases(a.seed, a.cases, a.small, a.multi):
+        if a.list:
+            print(i, json.dumps(case))
+            continue
+        if i in done:
+            rows.append(done[i])
+            continue
+        r = dict(run_case(case, lib), index=i, seed=a.seed)
+        rows.append(r)
+        if a.out:
+            with open(a.out, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(r) + "\n")
+        what = (f"{r['rel'] * 100:+.2f}%" if "rel" in r else
+                "unsupported: " + r["unsupported"][:120] if "unsupported" in r else "FAILED: " + r["failed"][:160])
+        print(f"[{i}] {r['model']} {r['family']} {r['regime']} {r['layout']} b={r['batch']} s={r['seq']} "
+              f"{r['options']} {r['inputs']}: {what} ({r.get('seconds', 0)}s)", flush=True)
+    if a.write and not a.list:
+        n = repredict(rows, lib)
+        print(f"predictions derived again with today's formulas: {n} changed since they were measured")
+        with open(a.write, "w", encoding="utf-8") as fh:
+            fh.write("\n".join(summary_lines(rows, a.seed, a.cases, a.small, a.multi)))
+        print(f"wrote {a.write}")
+    return rows
+
+
+if __name__ == "__main__":
+    main()
