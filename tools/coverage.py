@@ -22,7 +22,9 @@ inference regime. The status of a type:
 
 KV per token: one token is run through the meta model (batch 1) and the elements of its own cache
 (``past_key_values``: every layer's keys and values) are counted, against vramsym's ``kv_cache`` at
-batch 1, sequence 1 in fp32 / 4. A forward that cannot run on the meta device (data-dependent
+batch 1, sequence 1 in fp32 / 4. State per sequence: the elements of the recurrent layers' conv
+windows and SSM / recurrent states in the same cache, against vramsym's ``recurrent_state`` in fp32 / 4
+(an exact type whose KV or state differs is WRONG). A forward that cannot run on the meta device (data-dependent
 routing, custom kernels) leaves the column "not checked".
 """
 from __future__ import annotations
@@ -59,12 +61,13 @@ def _short(e: BaseException, n: int = 160) -> str:
     return text if len(text) <= n else text[:n - 3] + "..."
 
 
-def reference(mt: str) -> dict:
-    """The meta-device model of ``mt`` at its config defaults: {config, params, kv} or {error}."""
+def reference(mt: str, **fields) -> dict:
+    """The meta-device model of ``mt`` at its config defaults (``fields`` override them: the tests'
+    tiny configs): {config, params, kv, state} or {error}."""
     import torch
     from transformers import AutoModelForCausalLM, CONFIG_MAPPING
     try:
-        cfg = CONFIG_MAPPING[mt]()
+        cfg = CONFIG_MAPPING[mt](**fields)
         raw = json.loads(cfg.to_json_string(use_diff=False))
     except Exception as e:   # noqa: BLE001 (any failure of a third-party config is reported)
         return {"error": "config: " + _short(e)}
@@ -83,10 +86,12 @@ def reference(mt: str) -> dict:
             del text
         except Exception:   # noqa: BLE001
             text_params = None
-    kv, kv_note = None, ""
+    kv, kv_note, state = None, "", None
     try:
         with torch.no_grad():
-            out = model(input_ids=torch.zeros((1, 1), dtype=torch.long, device="meta"), use_cache=True)
+            # position_ids given: a cache of only recurrent layers has no sequence length to derive them from
+            out = model(input_ids=torch.zeros((1, 1), dtype=torch.long, device="meta"),
+                        position_ids=torch.zeros((1, 1), dtype=torch.long, device="meta"), use_cache=True)
         cache = getattr(out, "past_key_values", None)
         layers = getattr(cache, "layers", None)
         if layers is None:
@@ -99,13 +104,19 @@ def reference(mt: str) -> dict:
                     if isinstance(t, torch.Tensor):
                         total += t.numel()
             kv = total
-            extra = [type(la).__name__ for la in layers if not hasattr(la, "keys")]
+            for layer in layers:     # recurrent layers: conv window and SSM / recurrent state, per sequence
+                for name in ("conv_states", "recurrent_states"):
+                    for t in (getattr(layer, name, None) or {}).values():
+                        if isinstance(t, torch.Tensor):
+                            state = (state or 0) + t.numel()
+            extra = [type(la).__name__ for la in layers if not hasattr(la, "keys")
+                     and not hasattr(la, "recurrent_states") and type(la).__name__ != "DummyLayer"]
             if extra:
                 kv_note = f"cache layers without keys: {sorted(set(extra))}"
     except Exception as e:   # noqa: BLE001
         kv_note = "forward on meta: " + _short(e, 90)
     del model
-    return {"config": raw, "params": params, "text_params": text_params, "kv": kv, "kv_note": kv_note}
+    return {"config": raw, "params": params, "text_params": text_params, "kv": kv, "kv_note": kv_note, "state": state}
 
 
 def vram(raw: dict, assume=None) -> dict:
@@ -121,11 +132,13 @@ def vram(raw: dict, assume=None) -> dict:
         except VramError as e:
             return {"refused": str(e).replace(f" of '{p}'", "")}
     try:
-        est = vramsym.compile(m, "inference", {"kv_dtype": "fp32"}).evaluate(batch=1, seq=1)
+        est = vramsym.compile(m, "inference", {"kv_dtype": "fp32", "precision": "fp32"}).evaluate(batch=1, seq=1)
     except VramError as e:
         return {"error": _short(e)}
     kv = next((c.bytes for c in est.all_components if c.name == "kv_cache"), None)
-    return {"params": est.params, "kv": None if kv is None else kv // 4, "approximate": m.approximate}
+    state = next((c.bytes for c in est.all_components if c.name == "recurrent_state"), None)
+    return {"params": est.params, "kv": None if kv is None else kv // 4, "state": None if state is None else state // 4,
+            "approximate": m.approximate}
 
 
 def row(mt: str) -> dict:
@@ -136,7 +149,7 @@ def row(mt: str) -> dict:
         out.update(status="build-failed", note=ref["error"])
     else:
         got = vram(ref["config"])
-        out.update(meta_params=ref["params"], meta_kv=ref["kv"], kv_note=ref["kv_note"])
+        out.update(meta_params=ref["params"], meta_kv=ref["kv"], kv_note=ref["kv_note"], meta_state=ref["state"])
         if "refused" in got:
             out.update(status="refused", note=got["refused"])
             approx = vram(ref["config"], assume="llama")
@@ -147,8 +160,12 @@ def row(mt: str) -> dict:
         elif "error" in got:
             out.update(status="WRONG", note="vramsym: " + got["error"])
         else:
-            out.update(vram_params=got["params"], vram_kv=got["kv"])
+            out.update(vram_params=got["params"], vram_kv=got["kv"], vram_state=got["state"])
             out["status"] = "exact" if got["params"] == ref["params"] else "WRONG"
+            if out["status"] == "exact" and ref["kv"] is not None and (got["kv"] != ref["kv"] or
+                                                                      (got["state"] or 0) != (ref["state"] or 0)):
+                out["status"] = "WRONG"
+                out["note"] = "the KV or recurrent state per token / sequence differs from the model's cache"
             if out["status"] == "WRONG" and got["params"] == ref.get("text_params"):
                 out["status"] = "text-exact"
                 out["note"] = (f"multimodal: the text model is exact; the other towers ({ref['params'] - got['params']:,} "
@@ -172,6 +189,17 @@ def _kv_cell(r: dict) -> str:
         return f"model {r['meta_kv']:,}"
     same = "=" if r["vram_kv"] == r["meta_kv"] else "≠"
     return f"{r['vram_kv']:,} {same} {r['meta_kv']:,}" + (f" ({r['kv_note']})" if r.get("kv_note") else "")
+
+
+def _state_cell(r: dict) -> str:
+    if not r.get("meta_state") and not r.get("vram_state"):
+        return ""
+    if r.get("vram_state") is None:
+        return f"model {r['meta_state']:,}"
+    if r.get("meta_kv") is None:      # the forward did not run: the cache was not read
+        return f"{r['vram_state']:,} (not checked)"
+    same = "=" if r["vram_state"] == (r.get("meta_state") or 0) else "≠"
+    return f"{r['vram_state']:,} {same} {r.get('meta_state') or 0:,}"
 
 
 def summary(rows: list) -> str:
@@ -205,12 +233,14 @@ def markdown(rows: list, seconds: float, versions: str) -> str:
         "",
         "KV per token: elements of keys and values for one token, vramsym's `kv_cache` (batch 1, sequence 1, in",
         "fp32 / 4) against the model's own cache after a one-token forward on the meta device; \"not checked\"",
-        "where that forward cannot run on meta.",
+        "where that forward cannot run on meta. State elements / sequence: the conv windows and SSM / recurrent",
+        "states of a hybrid's recurrent layers (Mamba, Mamba2, Gated DeltaNet) in the same cache, against vramsym's",
+        "`recurrent_state` (fp32 / 4); an exact type whose KV or state differs from its cache is WRONG.",
         "",
         "**" + summary(rows) + "**",
         "",
-        "| model_type | status | meta params | vramsym params | `--assume llama` | KV elements / token (vramsym vs model) | note |",
-        "|---|---|---:|---:|---:|---|---|",
+        "| model_type | status | meta params | vramsym params | `--assume llama` | KV elements / token (vramsym vs model) | state elements / sequence (vramsym vs model) | note |",
+        "|---|---|---:|---:|---:|---|---|---|",
     ]
     for r in rows:
         mp = f"{r['meta_params']:,}" if r.get("meta_params") is not None else ""
@@ -218,8 +248,9 @@ def markdown(rows: list, seconds: float, versions: str) -> str:
         assume = _pct(r.get("assume_diff")) if r.get("assume_diff") is not None else \
             ("fails" if r.get("assume_error") else "")
         kv = _kv_cell(r) if r["status"] != "build-failed" else ""
+        st = _state_cell(r) if r["status"] != "build-failed" else ""
         note = (r.get("note") or "").replace("|", "/").replace("\n", " ")
-        lines.append(f"| `{r['model_type']}` | {r['status']} | {mp} | {vp} | {assume} | {kv} | {note} |")
+        lines.append(f"| `{r['model_type']}` | {r['status']} | {mp} | {vp} | {assume} | {kv} | {st} | {note} |")
     return "\n".join(lines) + "\n"
 
 

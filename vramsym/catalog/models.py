@@ -202,7 +202,7 @@ def _spec(config: dict, name: str, source: str, hf_id=None, published=None, fiel
 
 
 # keys of an architectures.json entry that are not facts: field aliases and conditional settings
-ENTRY_KEYS = ("defaults", "aliases", "cases")
+ENTRY_KEYS = ("defaults", "aliases", "cases", "reads_fields", "reads_layer_types", "layers_from")
 
 
 def _set(v) -> bool:
@@ -223,12 +223,19 @@ def _aliases(cfg: dict, entry: dict):
     for k, v in (entry.get("defaults") or {}).items():
         if k not in cfg or cfg[k] is None:
             cfg[k] = v
+    if cfg.get("num_hidden_layers") is None:
+        for field in entry.get("layers_from") or []:
+            if isinstance(cfg.get(field), (list, str)) and cfg[field]:
+                cfg["num_hidden_layers"] = len(cfg[field])
+                break
     for case in entry.get("cases") or []:
         if _applies(case, cfg):
             if "refuse" in case:
                 field = case.get("if_set") or case.get("unless_set") or next(iter(case.get("if_present", [])), "?")
                 return field, case["refuse"]
             cfg.update(case.get("set") or {})
+            for target, src in (case.get("copy") or {}).items():
+                cfg[target] = cfg.get(src)
     for target, sources in (entry.get("aliases") or {}).items():
         if cfg.get(target) is None:
             for src in sources:
@@ -242,15 +249,16 @@ def _contradiction(cfg: dict, facts: dict, arch: dict):
     """(field, what it is) for the first config field that contradicts the structure the formulas
     read (the ``_checks`` of formulas/architectures.json), or None."""
     checks = arch.get("_checks") or {}
+    reads = set(facts.get("reads_fields") or [])
     for field, what in (checks.get("fields") or {}).items():
-        if field in cfg and _set(cfg[field]):
+        if field in cfg and _set(cfg[field]) and field not in reads:
             return field, what
     for field in checks.get("numbers") or []:
         if isinstance(cfg.get(field), list):
             return field, "a per-layer list where the formulas read one number"
     lt = cfg.get("layer_types")
     if isinstance(lt, list):
-        read = set(checks.get("layer_types") or [])
+        read = set(checks.get("layer_types") or []) | set(facts.get("reads_layer_types") or [])
         odd = next((t for t in lt if t not in read), None)
         if odd is not None:
             return "layer_types", f"a layer pattern with {str(odd)[:40]!r} layers, which the formulas do not read"
@@ -308,7 +316,8 @@ def _count(lo: int, hi: int, step: int, offset: int = 0) -> int:
 
 
 # keys of an architectures.json entry that name layer rules (not merged into the config)
-RULE_KEYS = ("moe_rule", "moe_rule_first", "sliding_rule", "sliding_rule_first", "rules_only")
+RULE_KEYS = ("moe_rule", "moe_rule_first", "sliding_rule", "sliding_rule_first",
+             "attn_rule", "ssm_rule", "gdn_rule", "ffn_rule", "rules_only")
 
 
 def _entry(arch: dict, mt):
@@ -333,7 +342,8 @@ def _rules(arch: dict, mt, kind: str) -> list:
 def _applies(rule: dict, cfg: dict) -> bool:
     """Whether a rule's condition holds: ``if_present`` (one of the keys is in the config, even
     null), ``if_list`` (the field is a list), ``if_set`` (the field is set: not missing, null, 0,
-    false or empty), ``unless_set`` (the field is missing, null, 0, false or empty)."""
+    false or empty), ``unless_set`` (the field is missing, null, 0, false or empty), ``if_not_equal``
+    ({field: value}: the config's field is not that value)."""
     if "if_present" in rule and not any(k in cfg for k in rule["if_present"]):
         return False
     if "if_set" in rule and not _set(cfg.get(rule["if_set"])):
@@ -341,6 +351,8 @@ def _applies(rule: dict, cfg: dict) -> bool:
     if "if_list" in rule and not isinstance(cfg.get(rule["if_list"]), list):
         return False
     if "unless_set" in rule and cfg.get(rule["unless_set"]):
+        return False
+    if "if_not_equal" in rule and any(cfg.get(k) == v for k, v in rule["if_not_equal"].items()):
         return False
     return True
 
@@ -367,14 +379,36 @@ def _rule_every_nth_global(cfg, L, r):
     return L - L // period
 
 
+def _rule_every_nth(cfg, L, r):
+    """Every period-th layer (1-based): floor(L / period) (Qwen3-Next's full_attention_interval)."""
+    d = r["default_period"]
+    period = _int(cfg.get(r["period_from"]), d) or d
+    return L // period
+
+
 def _rule_after_max_window_layers(cfg, L, r):
     """Layers i >= the field's value (missing or malformed: L, none)."""
     return max(0, L - _int(cfg.get(r["from"]), L))
 
 
 def _rule_layer_types(cfg, L, r):
-    """The entries of the config's per-layer list equal to ``match``."""
-    return sum(1 for t in cfg.get(r["from"]) if t == r["match"])
+    """The entries of the config's per-layer list equal to ``match`` (a value or a list of values;
+    a string is read as a list of one-character layer codes: Nemotron-H's hybrid_override_pattern)."""
+    match = r["match"] if isinstance(r["match"], list) else [r["match"]]
+    return sum(1 for t in cfg.get(r["from"])[:L] if t in match)
+
+
+def _rule_period_offset(cfg, L, r):
+    """Layers i with i % period == offset (Jamba's attn_layer_period / attn_layer_offset)."""
+    period = _int(cfg.get(r["period_from"]), 1) or 1
+    offset = _int(cfg.get(r["offset_from"]), 0) % period
+    return _count(0, L, period, (period - offset) % period)
+
+
+def _rule_index_list(cfg, L, r):
+    """The distinct layer indices 0 <= i < L that the config's list names (Bamba's attn_layer_indices)."""
+    only = cfg.get(r["from"]) or []
+    return len({i for i in only if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < L})
 
 
 def _rule_first_k_dense(cfg, L, r):
@@ -395,6 +429,7 @@ LAYER_RULES = {
     "all": _rule_all, "none": _rule_none, "alternate": _rule_alternate,
     "every_nth_global": _rule_every_nth_global, "after_max_window_layers": _rule_after_max_window_layers,
     "layer_types": _rule_layer_types, "first_k_dense": _rule_first_k_dense, "sparse_step": _rule_sparse_step,
+    "period_offset": _rule_period_offset, "index_list": _rule_index_list, "every_nth": _rule_every_nth,
 }
 
 
@@ -405,7 +440,8 @@ def _layers_by_rule(cfg: dict, L: int, rules: list) -> int:
             if fn is None:
                 raise InputError(f"formulas/architectures.json names the layer rule {r.get('rule')!r}, which "
                                  f"vramsym does not have (known: {', '.join(LAYER_RULES)})")
-            return fn(cfg, L, r)
+            n = fn(cfg, L, r)
+            return max(0, L - n) if r.get("complement") else n
     return 0
 
 
@@ -426,7 +462,19 @@ def _derived(cfg: dict, arch: dict | None = None) -> dict:
     out["arch_dense_layers"] = L - moe_layers
     out["arch_sliding_layers"] = _layers_by_rule(cfg, L, _rules(arch, mt, "sliding"))
     out["arch_kv_window"] = "sliding" if out["arch_sliding_layers"] else "full"
+    # mixers of a hybrid: layers with attention (a KV cache), with a Mamba SSM, with Gated DeltaNet;
+    # layers with a feed-forward block (MLP or MoE). A model_type without these rules: every layer
+    # attends and has a feed-forward block.
+    for kind in MIXER_KINDS:
+        out[f"arch_{kind}_layers"] = _layers_by_rule(cfg, L, _rules(arch, mt, kind))
+    if moe_layers:
+        out["arch_dense_layers"] = max(0, out["arch_ffn_layers"] - moe_layers)
     return out
+
+
+# rule kinds that count a hybrid's layers by mixer (arch_attn_layers, arch_ssm_layers, arch_gdn_layers)
+# and the layers with a feed-forward block (arch_ffn_layers)
+MIXER_KINDS = ("attn", "ssm", "gdn", "ffn")
 
 
 def config_value(cfg: dict, keys: tuple[str, ...]):

@@ -1,0 +1,84 @@
+"""Hybrid and recurrent decoders (formulas/recurrent.vram): for each family of formulas/architectures.json
+with Mamba / Mamba2 / Gated DeltaNet layers, a tiny config is built on the meta device by transformers
+(the independent source): vramsym's parameter count equals the model's, its KV per token equals the
+keys and values of the model's own cache after a one-token forward, and its recurrent state per
+sequence equals the conv windows and SSM / recurrent states in that cache. The pure SSM types
+(mamba, mamba2) are refused with a sentence."""
+import importlib.util
+import json
+import os
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+import vramsym
+
+HERE = os.path.dirname(__file__)
+
+
+@pytest.fixture(scope="module")
+def tool():
+    spec = importlib.util.spec_from_file_location("coverage_tool", os.path.join(HERE, "..", "tools", "coverage.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+ATTN = dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, vocab_size=128, intermediate_size=96)
+MAMBA2 = dict(mamba_d_state=8, mamba_d_conv=3, mamba_expand=2, mamba_n_heads=8, mamba_d_head=16, mamba_n_groups=2)
+GDN = dict(linear_num_value_heads=4, linear_num_key_heads=2, linear_key_head_dim=8, linear_value_head_dim=12,
+           linear_conv_kernel_dim=3, head_dim=16)
+TINY = {
+    "qwen3_next": dict(ATTN, **GDN, num_hidden_layers=5, moe_intermediate_size=32, shared_expert_intermediate_size=48,
+                       num_experts=4, num_experts_per_tok=2, decoder_sparse_step=2),
+    "qwen3_5_text": dict(ATTN, **GDN, num_hidden_layers=4,
+                         layer_types=["linear_attention", "full_attention", "linear_attention", "linear_attention"]),
+    "qwen3_5_moe_text": dict(ATTN, **GDN, num_hidden_layers=4, moe_intermediate_size=32, shared_expert_intermediate_size=32,
+                             num_experts=4, num_experts_per_tok=2),
+    "granitemoehybrid": dict(ATTN, **MAMBA2, num_hidden_layers=3, num_local_experts=4, num_experts_per_tok=2,
+                             shared_intermediate_size=48, layer_types=["mamba", "attention", "mamba"],
+                             position_embedding_type="nope"),
+    "bamba": dict(ATTN, **MAMBA2, num_hidden_layers=4, attn_layer_indices=[1, 3], mlp_bias=True),
+    "jamba": dict(ATTN, num_hidden_layers=5, attn_layer_period=3, attn_layer_offset=1, expert_layer_period=2,
+                  expert_layer_offset=0, num_experts=4, num_experts_per_tok=2, mamba_d_state=8, mamba_d_conv=3,
+                  mamba_expand=2, mamba_dt_rank=6, mamba_proj_bias=True),
+    "falcon_h1": dict(ATTN, **MAMBA2, num_hidden_layers=3, mamba_d_ssm=128, mamba_rms_norm=True),
+    "nemotron_h": dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16, vocab_size=128,
+                       intermediate_size=96, layers_block_type=["linear_attention", "mlp", "full_attention", "moe",
+                                                            "linear_attention"],
+                       ssm_state_size=8, conv_kernel=3, mamba_num_heads=6, mamba_head_dim=12, n_groups=2,
+                       n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                       moe_shared_expert_intermediate_size=40),
+}
+
+
+@pytest.mark.parametrize("mt", sorted(TINY))
+def test_params_kv_and_state_match_the_meta_model(tool, mt):
+    ref = tool.reference(mt, **TINY[mt])
+    assert "error" not in ref, ref
+    assert ref["kv"] is not None and ref["state"], ref.get("kv_note")     # the forward ran and left a state
+    got = tool.vram(ref["config"])
+    assert "refused" not in got and "error" not in got, got
+    assert got["params"] == ref["params"]
+    assert got["kv"] == ref["kv"]
+    assert got["state"] == ref["state"]
+
+
+def test_hub_pattern_string_counts_like_the_list(tmp_path):
+    # Nemotron-H's hub configs give hybrid_override_pattern (configuration_nemotron_h.py _pattern_to_list)
+    cfg = dict(TINY["nemotron_h"], model_type="nemotron_h", hybrid_override_pattern="M-*EM")
+    cfg.pop("layers_block_type")
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    c = vramsym.load_model(str(p)).config
+    assert (c["num_hidden_layers"], c["arch_attn_layers"], c["arch_ssm_layers"], c["arch_ffn_layers"],
+            c["arch_moe_layers"]) == (5, 1, 2, 2, 1)
+
+
+@pytest.mark.parametrize("mt", ["mamba", "mamba2"])
+def test_pure_ssm_types_are_refused(tool, mt):
+    row = tool.row(mt)
+    assert row["status"] == "refused"
+    assert f"'{mt}'" in row["note"] and "--assume llama" in row["note"]
