@@ -132,7 +132,7 @@ def vram(raw: dict, assume=None) -> dict:
         except VramError as e:
             return {"refused": str(e).replace(f" of '{p}'", "")}
     try:
-        est = vramsym.compile(m, "inference", {"kv_dtype": "fp32", "precision": "fp32"}).evaluate(batch=1, seq=1)
+        est = vramsym.compile(m, "inference_kv", {"kv_dtype": "fp32", "precision": "fp32"}).evaluate(batch=1, seq=1)
     except VramError as e:
         return {"error": _short(e)}
     kv = next((c.bytes for c in est.all_components if c.name == "kv_cache"), None)

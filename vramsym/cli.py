@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import vramsym
 from vramsym.catalog.capacity import fmt_bytes
 from vramsym.engine.sweep import _int
-from vramsym.errors import DoesNotFit, InputError, SolveError, VramError
+from vramsym.errors import DoesNotFit, InputError, NotModelled, SolveError, VramError
 from vramsym.flags import Flag, UsageError, parse, prescan, print_usage_error, show
 from vramsym.printers import plot
 from vramsym.records import Domain
@@ -321,7 +321,11 @@ def cmd_fit(args, vocabulary):
     for fit in vocabulary.interface.fits:
         regime, opts = fit.regime, fit.options
         r = vramsym.compile(model, regime, opts, formulas=args.formulas, vocabulary=vocabulary)
-        est = r.evaluate(batch=args.batch, seq=args.seq)
+        try:
+            est = r.evaluate(batch=args.batch, seq=args.seq)
+        except NotModelled as e:
+            rows.append({"regime": regime, "options": {k: show(v) for k, v in opts.items()}, "refused": str(e)})
+            continue       # a regime whose terms do not model this model's layers (a hybrid's training)
         fits = est.total_bytes <= capacity
         max_batch = None
         if fits:
@@ -351,6 +355,9 @@ def cmd_fit(args, vocabulary):
           f"  min GPUs (ZeRO-3, tp x dp)")
     for row in rows:
         opts = ", ".join(f"{k}={v}" for k, v in row["options"].items())
+        if "refused" in row:
+            print(f"  {row['regime']:<10} {opts:<52} refused: {row['refused']}")
+            continue
         print(f"  {row['regime']:<10} {opts:<52} {fmt_bytes(row['total_bytes'], unit).split()[0]:>10} "
               f"{fmt_bytes(row['headroom_bytes'], unit).split()[0]:>13}  {'yes ' if row['fits'] else 'no  '}  "
               f"{row['max_batch'] if row['max_batch'] is not None else '-':>9}  "

@@ -18,6 +18,15 @@ class InputError(VramError):
     kind = "input"
 
 
+class NotModelled(InputError):
+    """A regime whose terms do not model this model's layers (a hybrid model's training, say):
+    refused rather than guessed. ``gap`` says what is not modelled."""
+
+    def __init__(self, message: str, gap: str):
+        super().__init__(message)
+        self.gap = gap
+
+
 class DoesNotFit(VramError):
     """Nothing fits the capacity, even at the smallest value of the variable."""
 

@@ -23,16 +23,18 @@ from .sources import MAX_CONFIG_BYTES, Found, read_config   # noqa: F401 (MAX_CO
 class ModelSpec:
     """A model: its config (flattened, with the architecture facts), where it came from."""
     __slots__ = ("name", "config", "source", "hf_id", "published_params", "notes", "raw_config", "checkpoint",
-                 "approximate")
+                 "approximate", "assume")
 
     def __init__(self, name: str, config: dict, source: str, hf_id: str | None = None,
                  published_params: int | None = None, notes: tuple[str, ...] = (),
-                 raw_config: dict | None = None, checkpoint: dict | None = None, approximate: str | None = None):
+                 raw_config: dict | None = None, checkpoint: dict | None = None, approximate: str | None = None,
+                 assume: str | None = None):
         self.name, self.config, self.source, self.hf_id = name, config, source, hf_id
         self.published_params, self.notes = published_params, tuple(notes)
         self.raw_config = raw_config   # the config.json as given (for building the real model)
         self.checkpoint = checkpoint   # what was read from the weight files' headers (None: a config only)
         self.approximate = approximate  # why the numbers are an approximation (--assume llama), or None: exact structure
+        self.assume = assume            # the structure --assume asked for (llama), or None: refuse what is not modelled
 
     def __repr__(self):
         return f"ModelSpec({self.name!r}, source={self.source!r})"
@@ -198,7 +200,33 @@ def _spec(config: dict, name: str, source: str, hf_id=None, published=None, fiel
     cfg.update(fields or {})
     notes += list(extra_notes)
     return ModelSpec(name=name, config=cfg, source=source, hf_id=hf_id, published_params=published,
-                     notes=tuple(notes), raw_config=dict(config), checkpoint=checkpoint, approximate=approximate)
+                     notes=tuple(notes), raw_config=dict(config), checkpoint=checkpoint, approximate=approximate,
+                     assume=assume)
+
+
+def unmodelled(model: ModelSpec, components, values=None) -> str | None:
+    """What the formulas do not model for a hybrid model (layers with a Mamba / Mamba2 / Gated
+    DeltaNet mixer) in a regime with these components, or with these bound values (``--tp 2``):
+    the first sentence of ``_checks.hybrid_unmodelled`` in formulas/architectures.json that
+    applies, or None."""
+    cfg = model.config
+    if cfg.get("arch_layer_mix") != "hybrid":
+        return None
+    data = (_architectures().get("_checks") or {}).get("hybrid_unmodelled") or {}
+    names = data.get("mixers") or {}
+    mixers = " and ".join(names[cfg[k]] for k in ("arch_ssm", "arch_linear_attn") if cfg.get(k) in names) \
+        or "recurrent"
+    kinds = [cfg.get(k) for k in ("arch_ssm", "arch_linear_attn")]
+    for term in components:
+        what = (data.get("terms") or {}).get(term)
+        if isinstance(what, dict):       # a term that models some mixers: the first kind it does not
+            what = next((what[k] for k in kinds if k in what), None)
+        if what is not None:
+            return what.format(mixers=mixers)
+    for sym, what in (data.get("inputs") or {}).items():
+        if values is not None and values.get(sym, 1) > 1:
+            return what.format(mixers=mixers, value=values[sym])
+    return None
 
 
 # keys of an architectures.json entry that are not facts: field aliases and conditional settings

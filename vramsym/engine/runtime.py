@@ -10,10 +10,11 @@ compiled code and search exactly (vramsym.engine.inverse). Nothing else computes
 from __future__ import annotations
 
 from ..catalog.gpus import gpu_inputs, resolve_capacity
+from ..catalog.models import unmodelled
 from . import cache
 from .bind import bind, bound_of, check_bounds, user_values
 from .compiled import CompiledRegime
-from ..errors import DoesNotFit, InputError, SolveError, suggest
+from ..errors import DoesNotFit, InputError, NotModelled, SolveError, suggest
 from .inverse import largest_fitting
 from .options import interface_of, resolve_options
 from ..records import Interface
@@ -156,6 +157,9 @@ class BoundRegime:
         self._free = self._input_symbols()
         self._stale = {}          # frozenset of given / excluded symbols -> base entries they outdate
         cfg = model.config if model is not None else None
+        # what this regime's terms do not model for a hybrid model (formulas/architectures.json
+        # _checks.hybrid_unmodelled): refused when evaluated, unless --assume llama
+        self._gap = None if model is None else unmodelled(model, [m.name for m in regime.components])
         try:
             self._base = bind(regime, cfg, {}, exclude=self._free, source=model.source if model else "")
         except InputError:
@@ -196,9 +200,29 @@ class BoundRegime:
         user, unused = user_values(self.regime, inputs, self.known)
         base = None if self._base is None else self._base_for(set(user) | set(exclude))
         cfg = self.model.config if self.model is not None else None
+        self._refuse_gap(self._gap)          # a term that does not model the model's mixers: before any value
         values, prov = bind(self.regime, cfg, user, exclude=exclude, base=base,
                             source=self.model.source if self.model else "")
+        if self.model is not None:
+            self._refuse_gap(unmodelled(self.model, (), values))     # a layout (--tp 2) that does not
         return values, prov, unused
+
+    def _refuse_gap(self, gap) -> None:
+        if gap is not None and self.model.assume is None:
+            raise NotModelled(self._gap_sentence(gap) + "; refused rather than guessed, `--assume llama` gives a "
+                              "Llama-style approximation", gap)
+
+    def _gap_sentence(self, gap) -> str:
+        return f"model_type {self.model.config.get('model_type')!r}: regime '{self.regime.regime}' does not model {gap}"
+
+    def _approximate(self, values):
+        """Why this estimate is an approximation (--assume), or None."""
+        why = getattr(self.model, "approximate", None)
+        gap = None if self.model is None else self._gap or unmodelled(self.model, (), values)
+        if gap is None:
+            return why
+        return (why + "; " if why else f"--assume {self.model.assume}: ") + self._gap_sentence(gap) + \
+            " (Llama-style terms stand in)"
 
     _weights_check = None
 
@@ -214,7 +238,7 @@ class BoundRegime:
             notes = tuple(notes) + (self._compare_weights(values, prov),)
         name = self.model.name if self.model is not None else ""
         est = Estimate(self.regime, name, Binding(values, prov), self.regime.total(values), notes,
-                       getattr(self.model, "approximate", None))
+                       self._approximate(values))
         if est.exact_total < 0:
             negative(est)
         return est
