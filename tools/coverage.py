@@ -21,7 +21,8 @@ inference regime. The status of a type:
 * ``build-failed``: the config or the model cannot be built on CPU (the reason is given).
 
 KV per token: one token is run through the meta model (batch 1) and the elements of its own cache
-(``past_key_values``: every layer's keys and values) are counted, against vramsym's ``kv_cache`` at
+(``past_key_values``: every layer's keys and values, and the sparse-attention indexer's keys where a layer
+keeps them) are counted, against vramsym's ``kv_cache`` at
 batch 1, sequence 1 in fp32 / 4. State per sequence: the elements of the recurrent layers' conv
 windows and SSM / recurrent states in the same cache, against vramsym's ``recurrent_state`` in fp32 / 4
 (an exact type whose KV or state differs is WRONG). A forward that cannot run on the meta device (data-dependent
@@ -99,7 +100,7 @@ def reference(mt: str, **fields) -> dict:
         else:
             total = 0
             for layer in layers:
-                for name in ("keys", "values"):
+                for name in ("keys", "values", "indexer_keys"):   # indexer_keys: DSA (DynamicIndexedLayer)
                     t = getattr(layer, name, None)
                     if isinstance(t, torch.Tensor):
                         total += t.numel()
@@ -231,7 +232,7 @@ def markdown(rows: list, seconds: float, versions: str) -> str:
         "- **WRONG**: read without `--assume` but not exact (a bug; CI fails on it for the catalog's families).",
         "- **build-failed**: the config or the model does not build on CPU (the reason is shown).",
         "",
-        "KV per token: elements of keys and values for one token, vramsym's `kv_cache` (batch 1, sequence 1, in",
+        "KV per token: elements of keys and values (and a sparse-attention indexer's keys) for one token, vramsym's `kv_cache` (batch 1, sequence 1, in",
         "fp32 / 4) against the model's own cache after a one-token forward on the meta device; \"not checked\"",
         "where that forward cannot run on meta. State elements / sequence: the conv windows and SSM / recurrent",
         "states of a hybrid's recurrent layers (Mamba, Mamba2, Gated DeltaNet) in the same cache, against vramsym's",

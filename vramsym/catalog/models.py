@@ -229,7 +229,9 @@ def unmodelled(model: ModelSpec, components, values=None) -> str | None:
     return None
 
 
-# keys of an architectures.json entry that are not facts: field aliases and conditional settings
+# keys of an architectures.json entry that are not facts: field aliases, conditional settings, the
+# _checks fields and layer_types values the family reads (not refused for it), the list whose length
+# is the layer count
 ENTRY_KEYS = ("defaults", "aliases", "cases", "reads_fields", "reads_layer_types", "layers_from")
 
 
@@ -287,9 +289,15 @@ def _contradiction(cfg: dict, facts: dict, arch: dict):
     lt = cfg.get("layer_types")
     if isinstance(lt, list):
         read = set(checks.get("layer_types") or []) | set(facts.get("reads_layer_types") or [])
-        odd = next((t for t in lt if t not in read), None)
+        odd = next((t for t in lt if not isinstance(t, str) or t not in read), None)
         if odd is not None:
             return "layer_types", f"a layer pattern with {str(odd)[:40]!r} layers, which the formulas do not read"
+    mlt = cfg.get("mlp_layer_types")
+    if isinstance(mlt, list):
+        read = set(checks.get("mlp_layer_types") or [])
+        odd = next((t for t in mlt if not isinstance(t, str) or t not in read), None)
+        if odd is not None:
+            return "mlp_layer_types", f"an MLP pattern with {str(odd)[:40]!r} layers, which the formulas do not read"
     if facts.get("arch_attention") != "mla":
         for field in checks.get("mla_fields") or []:
             if field in cfg and _set(cfg[field]):
@@ -423,7 +431,7 @@ def _rule_layer_types(cfg, L, r):
     """The entries of the config's per-layer list equal to ``match`` (a value or a list of values;
     a string is read as a list of one-character layer codes: Nemotron-H's hybrid_override_pattern)."""
     match = r["match"] if isinstance(r["match"], list) else [r["match"]]
-    return sum(1 for t in cfg.get(r["from"])[:L] if t in match)
+    return sum(1 for t in cfg.get(r["from"])[:L] if not isinstance(t, bool) and t in match)
 
 
 def _rule_period_offset(cfg, L, r):
@@ -434,9 +442,19 @@ def _rule_period_offset(cfg, L, r):
 
 
 def _rule_index_list(cfg, L, r):
-    """The distinct layer indices 0 <= i < L that the config's list names (Bamba's attn_layer_indices)."""
+    """The distinct layer indices 0 <= i < L that the config's list names (Llama 4's moe_layers,
+    Bamba's attn_layer_indices)."""
     only = cfg.get(r["from"]) or []
     return len({i for i in only if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < L})
+
+
+def _rule_interval_range(cfg, L, r):
+    """Layers start <= i <= end with (i + 1) % step == 0 (start, end, step from the config; missing:
+    0, L - 1 and 1; an end of -1 or beyond the last layer: L - 1)."""
+    start = max(0, _int(cfg.get(r["start_from"]), 0))
+    end = _int(cfg.get(r["end_from"]), L - 1)
+    end = L - 1 if end < 0 or end >= L else end
+    return _count(start, end + 1, _int(cfg.get(r["step_from"]), 1) or 1, 1)
 
 
 def _rule_first_k_dense(cfg, L, r):
@@ -458,6 +476,7 @@ LAYER_RULES = {
     "every_nth_global": _rule_every_nth_global, "after_max_window_layers": _rule_after_max_window_layers,
     "layer_types": _rule_layer_types, "first_k_dense": _rule_first_k_dense, "sparse_step": _rule_sparse_step,
     "period_offset": _rule_period_offset, "index_list": _rule_index_list, "every_nth": _rule_every_nth,
+    "interval_range": _rule_interval_range,
 }
 
 
