@@ -273,3 +273,48 @@ def test_a_hand_written_loop_keeps_the_logits_through_the_step(regime, options):
     grew_predicted = manual["predicted_total_bytes"] - trainer["predicted_total_bytes"]
     logits = 2 * 64 * 300 * (4 if options["precision"] == "fp32" else 2)
     assert grew_measured == grew_predicted == logits
+
+
+# issue 21: families read exactly from their config, whose structure changes what is saved
+TINY_ISSUE21 = {
+    # post-norms only, q/k norms over all heads (n_q d_h, n_kv d_h), fp32 scaling and fp32 cos/sin
+    "olmo2": {"model_type": "olmo2", "hidden_size": 64, "intermediate_size": 176, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256, "max_position_embeddings": 512,
+              "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 1},
+    # one CohereLayerNorm (fp32, no bias) feeding attention and MLP in parallel; q and k rotated in fp32
+    "cohere": {"model_type": "cohere", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 4,
+               "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256, "max_position_embeddings": 512,
+               "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 1},
+    # four norms per layer (two Llama-style post-norms), fused gate_up_proj, partial rotary (nested in rope_parameters)
+    "glm4": {"model_type": "glm4", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+             "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 256,
+             "max_position_embeddings": 512, "attention_bias": True,
+             "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+             "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 1},
+    # MoE whose experts peft's all-linear leaves unadapted
+    "granitemoe": {"model_type": "granitemoe", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+                   "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256,
+                   "max_position_embeddings": 512, "num_local_experts": 4, "num_experts_per_tok": 2,
+                   "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 1},
+}
+
+
+@pytest.mark.parametrize("arch,regime,options", [
+    ("olmo2", "train", {"precision": "mixed_bf16"}), ("olmo2", "lora", {"precision": "bf16", "lora_targets": "all_linear"}),
+    ("olmo2", "inference", {"precision": "bf16"}),
+    ("cohere", "train", {"precision": "mixed_bf16"}), ("cohere", "lora", {"precision": "bf16", "lora_targets": "all_linear"}),
+    ("cohere", "inference", {"precision": "bf16"}),
+    ("glm4", "train", {"precision": "mixed_bf16"}), ("glm4", "inference", {"precision": "bf16"}),
+    ("granitemoe", "train", {"precision": "mixed_bf16"}),
+    ("granitemoe", "lora", {"precision": "bf16", "lora_targets": "all_linear"}),
+])
+def test_issue21_families_match_pytorch(arch, regime, options):
+    """Post-norms and q/k norms over all heads (OLMo 2), a parallel block behind one fp32 LayerNorm
+    (Cohere), Llama-style post-norms and partial rotary (GLM-4), an MoE that peft does not adapt
+    (GraniteMoE): the exact components are exact and the peak within 0.5%."""
+    model = _spec(TINY_ISSUE21[arch], f"tiny-{arch}", "tests/test_accuracy.py")
+    res = compare(model, regime, options, {"batch": 2, "seq": 64}, fake=True)
+    rows = {r["component"]: r for r in res["rows"]}
+    for name in EXACT & set(rows):
+        assert rows[name]["predicted_bytes"] == rows[name]["measured_bytes"], (name, rows[name])
+    assert abs(rows["total (peak)"]["relative_error"]) <= 0.005, res["rows"]

@@ -242,7 +242,8 @@ def _set(v) -> bool:
 
 def _aliases(cfg: dict, entry: dict):
     """The entry's field aliases (``{"num_key_value_heads": ["num_kv_heads"]}``: a field the model
-    class reads under another name, used when the config does not set the formulas' name) and its
+    class reads under another name, used when the config does not set the formulas' name; a dotted
+    name reads a nested field) and its
     ``cases`` (applied first, so that a field a case sets is not taken from an alias), tried in
     order, each with a condition as the layer rules have (``if_set``,
     ``unless_set``, ...): ``set`` (fields the model class forces, e.g. one KV head when
@@ -269,10 +270,22 @@ def _aliases(cfg: dict, entry: dict):
     for target, sources in (entry.get("aliases") or {}).items():
         if cfg.get(target) is None:
             for src in sources:
-                if cfg.get(src) is not None:
-                    cfg[target] = cfg[src]
+                v = _field(cfg, src)
+                if v is not None:
+                    cfg[target] = v
                     break
     return None
+
+
+def _field(cfg: dict, name: str):
+    """A config field by name; a dotted name reads inside nested objects
+    (``rope_parameters.partial_rotary_factor``: transformers 5 nests rotary settings). None when absent."""
+    v = cfg
+    for part in name.split("."):
+        if not isinstance(v, dict):
+            return None
+        v = v.get(part)
+    return v
 
 
 def _contradiction(cfg: dict, facts: dict, arch: dict):
