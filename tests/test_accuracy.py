@@ -318,3 +318,57 @@ def test_issue21_families_match_pytorch(arch, regime, options):
     for name in EXACT & set(rows):
         assert rows[name]["predicted_bytes"] == rows[name]["measured_bytes"], (name, rows[name])
     assert abs(rows["total (peak)"]["relative_error"]) <= 0.005, res["rows"]
+
+
+# ---- gpt-oss (issue 21): eager attention with sinks, the clamped SwiGLU experts with biases through
+# grouped_mm, the top-k-first router, half-width RoPE, fp32 norms; real tensors (routing is data-dependent) ----
+TINY_GPT_OSS = {"model_type": "gpt_oss", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+                "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 1024,
+                "num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": 32,
+                "max_position_embeddings": 512, "tie_word_embeddings": False}
+
+
+def _gpt_oss(regime, options, seq=64, **cfg):
+    model = _spec(dict(TINY_GPT_OSS, **cfg), "tiny-gpt-oss", "tests/test_accuracy.py")
+    res = compare(model, regime, options, {"batch": 2, "seq": seq}, fake=False)
+    return {r["component"]: r for r in res["rows"]}
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_gpt_oss_prefill_sinks_masks_and_clamped_experts_match_pytorch(precision):
+    """Prefill peak inside the last layer's MoE: the sink column on the kept attention weights, both
+    masks (full and sliding layers), the gathered gate_up bias and the five I-wide gate tensors."""
+    rows = _gpt_oss("inference", {"precision": precision})
+    assert abs(rows["total (peak)"]["relative_error"]) <= 0.01, rows
+    act = rows["activations"]
+    assert abs(act["predicted_bytes"] - act["measured_bytes"]) <= 0.02 * act["measured_bytes"], act
+
+
+def test_gpt_oss_prefill_peak_in_eager_attention_with_sinks():
+    """At s=256 the peak is the subtraction of the row max: masked scores, their sink-extended copy and
+    its max-subtracted copy (s + 1 columns), the row max."""
+    rows = _gpt_oss("inference", {"precision": "fp32"}, seq=256, sliding_window=512)
+    assert abs(rows["total (peak)"]["relative_error"]) <= 0.02, rows
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16", "mixed_bf16"])
+def test_gpt_oss_training_activations_match_pytorch(precision):
+    """Saved for backward: the s + 1 softmax and the int64 row-max indices, 7 I per assignment, the
+    sorted expert ids the bias gathers read, routing weights in the logits' dtype, fp32 normalised norms."""
+    rows = _gpt_oss("train", {"precision": precision})
+    act = rows["activations"]
+    assert abs(act["predicted_bytes"] - act["measured_bytes"]) <= 0.002 * act["measured_bytes"], act
+    assert abs(rows["total (peak)"]["relative_error"]) <= 0.01, rows
+
+
+@pytest.mark.parametrize("options", [{"precision": "bf16", "lora_targets": "all_linear"},
+                                     {"precision": "fp32", "lora_targets": "attention"}])
+def test_gpt_oss_lora_leaves_the_experts_frozen_and_saves_eager_o_proj_input(options):
+    """peft does not convert gpt_oss's MLP targets: all-linear adapts q, k, v, o only, the experts save
+    what frozen experts save; without a cast the adapted o_proj saves eager attention's output copy."""
+    rows = _gpt_oss("lora", options)
+    for name in ("parameters", "gradients", "optimizer_states"):
+        assert rows[name]["predicted_bytes"] == rows[name]["measured_bytes"], rows[name]
+    act = rows["activations"]
+    assert abs(act["predicted_bytes"] - act["measured_bytes"]) <= 0.005 * act["measured_bytes"], act
+    assert abs(rows["total (peak)"]["relative_error"]) <= 0.01, rows

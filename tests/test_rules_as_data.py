@@ -300,3 +300,27 @@ def test_min_gpus_searches_tp_up_to_the_node_it_is_given():
     four = vramsym.min_gpus(r, "80GB", inputs={"batch": 1, "seq": 2048, "gpus_per_node": 4})
     assert four["searched"]["tp"] == [1, 2, 4]
     assert all(lay["tp"] <= 4 for _, lay in four["layouts"])
+
+
+# ---- a family's own unmodelled terms (architectures.json "unmodelled") ----
+
+def test_a_family_whose_activations_are_not_modelled_is_refused_not_guessed():
+    """Llama 4's all-experts MoE and L2-normed attention are not in the activation terms (measured 30-50%
+    above them): inference is refused naming the type, the regime and what is missing; the weights and
+    the KV cache (inference_kv) still answer, and --assume llama approximates and says so."""
+    import vramsym
+    from vramsym.errors import NotModelled
+    cfg = {"model_type": "llama4_text", "hidden_size": 256, "intermediate_size": 512, "intermediate_size_mlp": 1024,
+           "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 32,
+           "vocab_size": 1000, "num_local_experts": 4, "num_experts_per_tok": 1, "interleave_moe_layer_step": 2,
+           "attention_chunk_size": 128, "max_position_embeddings": 4096}
+    m = M._spec(cfg, "tiny-llama4", "tests")
+    with pytest.raises(NotModelled) as e:
+        vramsym.estimate(m, "inference", inputs={"batch": 1, "seq": 64})
+    assert "llama4_text" in str(e.value) and "'inference'" in str(e.value) and "every expert" in str(e.value)
+    with pytest.raises(NotModelled):
+        vramsym.estimate(m, "train", inputs={"batch": 1, "seq": 64})
+    assert vramsym.estimate(m, "inference_kv", inputs={"batch": 1, "seq": 64}).total_bytes > 0
+    approx = vramsym.estimate(M._spec(cfg, "tiny-llama4", "tests", assume="llama"), "inference",
+                              inputs={"batch": 1, "seq": 64})
+    assert approx.approximate and "every expert" in approx.approximate

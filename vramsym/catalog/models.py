@@ -208,8 +208,13 @@ def unmodelled(model: ModelSpec, components, values=None) -> str | None:
     """What the formulas do not model for a hybrid model (layers with a Mamba / Mamba2 / Gated
     DeltaNet mixer) in a regime with these components, or with these bound values (``--tp 2``):
     the first sentence of ``_checks.hybrid_unmodelled`` in formulas/architectures.json that
-    applies, or None."""
+    applies, or None. A family's own entry may name terms it is not modelled in too (its
+    ``unmodelled``: term -> what is missing), checked first."""
     cfg = model.config
+    own = (_architectures().get(cfg.get("model_type")) or {}).get("unmodelled") or {}
+    for term in components:
+        if term in own:
+            return own[term]
     if cfg.get("arch_layer_mix") != "hybrid":
         return None
     data = (_architectures().get("_checks") or {}).get("hybrid_unmodelled") or {}
@@ -232,7 +237,7 @@ def unmodelled(model: ModelSpec, components, values=None) -> str | None:
 # keys of an architectures.json entry that are not facts: field aliases, conditional settings, the
 # _checks fields and layer_types values the family reads (not refused for it), the list whose length
 # is the layer count
-ENTRY_KEYS = ("defaults", "aliases", "cases", "reads_fields", "reads_layer_types", "layers_from")
+ENTRY_KEYS = ("defaults", "aliases", "cases", "reads_fields", "reads_layer_types", "layers_from", "unmodelled")
 
 
 def _set(v) -> bool:
