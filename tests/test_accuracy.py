@@ -372,3 +372,34 @@ def test_gpt_oss_lora_leaves_the_experts_frozen_and_saves_eager_o_proj_input(opt
     act = rows["activations"]
     assert abs(act["predicted_bytes"] - act["measured_bytes"]) <= 0.005 * act["measured_bytes"], act
     assert abs(rows["total (peak)"]["relative_error"]) <= 0.01, rows
+
+
+# Sliding-window layers under SDPA (issue 22): once s >= W transformers builds a boolean s x s mask,
+# SDPA turns it into a b x 1 x s x s additive mask (padded to a multiple of 8 keys for CUDA's
+# memory-efficient kernel; the harness does that as CUDA does), and repeat_kv copies the keys and values.
+TINY_SWA = dict(TINY["llama"], model_type="mistral", sliding_window=32, num_hidden_layers=3, vocab_size=1000)
+
+
+@pytest.mark.parametrize("seq", [203, 24])
+@pytest.mark.parametrize("regime,options", [("inference", {"precision": "bf16"}), ("inference", {"precision": "fp32"}),
+                                            ("train", {"precision": "fp32"}), ("train", {"precision": "mixed_bf16"})])
+def test_sliding_window_masks_and_prefill_cache_match_pytorch(regime, options, seq):
+    model = _spec(TINY_SWA, "tiny-mistral-swa", "tests/test_accuracy.py")
+    res = compare(model, regime, options, {"batch": 3, "seq": seq}, fake=True)
+    rows = {r["component"]: r for r in res["rows"]}
+    total = rows["total (peak)"]
+    assert abs(total["relative_error"]) <= 0.005, res["rows"]
+    if seq > 32:   # what the window adds (masks, repeated keys and values, the prefill's cache) is predicted
+        plain = compare(_spec(dict(TINY_SWA, sliding_window=None), "m", "t"), regime, options,
+                        {"batch": 3, "seq": seq}, fake=True)
+        measured = res["measured_peak_bytes"] - plain["measured_peak_bytes"]
+        predicted = res["predicted_total_bytes"] - plain["predicted_total_bytes"]
+        assert measured > 0.05 * res["measured_peak_bytes"], (measured, res["rows"])
+        assert abs(predicted - measured) <= 0.03 * measured, (predicted, measured)
+
+
+def test_sliding_window_mask_conversion_runs_on_real_tensors():
+    model = _spec(TINY_SWA, "tiny-mistral-swa", "tests/test_accuracy.py")
+    fake = compare(model, "inference", {"precision": "fp32"}, {"batch": 2, "seq": 45}, fake=True)
+    real = compare(model, "inference", {"precision": "fp32"}, {"batch": 2, "seq": 45}, fake=False)
+    assert fake["measured_peak_bytes"] == real["measured_peak_bytes"]

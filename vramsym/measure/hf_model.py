@@ -100,6 +100,13 @@ def _cuda_kernel_patches():
       memory-efficient kernels apply dropout inside the kernel and save only the Philox seed and
       offset; on the CPU a non-zero dropout makes SDPA fall back to the math kernel, which
       materialises the b x n x s x s scores.  We pass ``dropout_p=0`` (same saved tensors as CUDA).
+    * ``F.scaled_dot_product_attention`` with a boolean ``attn_mask`` (a sliding-window layer once
+      s >= W): both devices turn it into an additive mask of the mask's broadcast shape in the
+      query's dtype (aten attention.cpp convert_boolean_attn_mask: at::where), but CUDA's
+      memory-efficient kernel, the one a mask selects, then pads its last dimension to a multiple
+      of 8 when a stride is not one (preprocess_mask / pad_bias<8>: a second, padded copy, and the
+      unpadded one is freed), and its backward keeps the padded copy; the CPU flash kernel takes
+      the mask as it is.  We do the conversion and the padding here, as CUDA does.
     """
 
     orig_dropout, orig_sdpa = F.dropout, F.scaled_dot_product_attention
@@ -111,11 +118,25 @@ def _cuda_kernel_patches():
             return orig_dropout(input, p, training, inplace)
         return torch.native_dropout(input, p, True)[0]
 
+    def cuda_mask(mask, query):
+        if mask is None or mask.dtype != torch.bool:
+            return mask
+        neg_inf = torch.full((), float("-inf"), dtype=query.dtype, device=query.device)
+        mask = torch.where(mask, 0.0, neg_inf)
+        n = mask.shape[-1]
+        if mask.stride(-1) != 1 or any(st % 8 for st in mask.stride()[:-1]):
+            mask = F.pad(mask, (0, 8 - n % 8))[..., :n]
+        return mask
+
     def sdpa(*args, **kwargs):
         if len(args) > 4:
             args = args[:4] + (0.0,) + args[5:]
         elif "dropout_p" in kwargs:
             kwargs["dropout_p"] = 0.0
+        if len(args) > 3:
+            args = args[:3] + (cuda_mask(args[3], args[0]),) + args[4:]
+        elif "attn_mask" in kwargs:
+            kwargs["attn_mask"] = cuda_mask(kwargs["attn_mask"], args[0] if args else kwargs["query"])
         return orig_sdpa(*args, **kwargs)
 
     F.dropout, F.scaled_dot_product_attention = dropout, sdpa
