@@ -57,8 +57,16 @@ def catalog(extra=None) -> dict:
     return dict(_model_files(extra))
 
 
+_ARCHITECTURES: dict = {}
+
+
 def _architectures() -> dict:
-    return json.loads(read_text(os.path.join(formulas_path(), "architectures.json")))
+    """formulas/architectures.json, read once per process (every evaluation asks it what a family's
+    terms do not model). Callers read it; none changes it."""
+    path = os.path.join(formulas_path(), "architectures.json")
+    if path not in _ARCHITECTURES:
+        _ARCHITECTURES[path] = json.loads(read_text(path))
+    return _ARCHITECTURES[path]
 
 
 def load_model(name_or_path: str, extra=None, assume: str | None = None) -> ModelSpec:
