@@ -457,7 +457,7 @@ def _rule_layer_types(cfg, L, r):
     """The entries of the config's per-layer list equal to ``match`` (a value or a list of values;
     a string is read as a list of one-character layer codes: Nemotron-H's hybrid_override_pattern)."""
     match = r["match"] if isinstance(r["match"], list) else [r["match"]]
-    return sum(1 for t in cfg.get(r["from"])[:L] if not isinstance(t, bool) and t in match)
+    return sum(1 for t in cfg.get(r["from"]) if not isinstance(t, bool) and t in match)
 
 
 def _rule_period_offset(cfg, L, r):
