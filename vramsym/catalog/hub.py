@@ -1,7 +1,7 @@
 """A Hugging Face id (``org/name``) as a model: its config.json and its safetensors headers.
 
-The id's syntax and the cache's ref are checked here, with the standard library only; the requests
-go through :mod:`vramsym.catalog.hub_client`, the one module that imports ``huggingface_hub`` (the
+The id's syntax is checked here, with the standard library only; the cache's ref checks and the
+requests go through :mod:`vramsym.catalog.hub_client`, the one module that imports ``huggingface_hub`` (the
 ``hub`` extra), imported when an id is read. Offline
 (``HF_HUB_OFFLINE=1``) or with the files cached, everything comes from the local cache
 (``HF_HUB_CACHE``, else ``HF_HOME``/hub, else ``~/.cache/huggingface/hub``): config.json and
@@ -11,11 +11,9 @@ headers are read with ``get_safetensors_metadata`` (HTTP range requests: no tens
 """
 from __future__ import annotations
 
-import os
 import re
 
 from ..errors import InputError
-from .paths import inside, read_bounded
 from .sources import Found
 
 # huggingface_hub's repo id rule: letters, digits, '-', '_', '.', at most 96 characters a part
@@ -26,40 +24,6 @@ _NOT_IDS = (".json", ".gguf", ".safetensors", ".vram")
 def is_hub_id(key: str) -> bool:
     """``org/name`` syntax (the caller has ruled out catalog names and existing paths)."""
     return bool(_ID.match(key)) and ".." not in key and not key.lower().endswith(_NOT_IDS)
-
-
-_COMMIT = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
-MAX_REF_BYTES = 256
-
-
-def repo_folder(cache: str, repo_id: str) -> str:
-    """huggingface_hub's cache folder of a model repository: ``<cache>/models--org--name``."""
-    return os.path.join(cache, "models--" + repo_id.replace("/", "--"))
-
-
-def check_ref(cache: str, repo_id: str):
-    """The cache's ``refs/main`` of ``repo_id``, when it exists, must hold a commit hash (40 or 64
-    hex digits) and be a regular file inside the repository's cache folder: huggingface_hub joins
-    its content onto ``snapshots/``, so ``../../..`` or an absolute path would read files outside."""
-    folder = repo_folder(cache, repo_id)
-    ref = os.path.join(folder, "refs", "main")
-    if not os.path.lexists(ref):
-        return
-    raw = read_bounded(ref, MAX_REF_BYTES, folder, "Hugging Face cache ref",
-                       " (it holds one commit hash)")
-    try:
-        text = raw.decode("ascii").strip()
-    except UnicodeDecodeError:
-        text = None
-    if text is None or not _COMMIT.match(text):
-        raise InputError(f"Hugging Face cache ref '{ref}' does not hold a commit hash (40 or 64 hexadecimal "
-                         f"digits): refused (a corrupt or tampered cache; delete the folder "
-                         f"'{folder}' and download the model again)")
-    snap = os.path.join(folder, "snapshots", text)
-    if os.path.lexists(snap):
-        if not inside(snap, folder):
-            raise InputError(f"Hugging Face cache snapshot '{snap}' is a symbolic link out of the model's "
-                             f"cache folder '{folder}': refused")
 
 
 def load_hub(repo_id: str) -> Found:

@@ -9,6 +9,7 @@ local cache; online, config.json is downloaded (a few kB) and the safetensors he
 from __future__ import annotations
 
 import os
+import re
 import socket
 from urllib.parse import urlparse
 
@@ -17,13 +18,46 @@ from huggingface_hub import constants, errors
 
 from ..errors import InputError
 from .checkpoints import Checkpoint, checked_tensor, checkpoint_fields, read_folder
-from .hub import check_ref, repo_folder
-from .paths import inside
+from .paths import inside, read_bounded
 from .sources import Found, read_config
 
 #: what a failed request raises, besides the cases :func:`load` names
 FAILED = (errors.HfHubHTTPError, errors.EntryNotFoundError, errors.OfflineModeIsEnabled, errors.HFValidationError,
           errors.SafetensorsParsingError, errors.NotASafetensorsRepoError, OSError)
+
+
+_COMMIT = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+MAX_REF_BYTES = 256
+
+
+def repo_folder(cache: str, repo_id: str) -> str:
+    """huggingface_hub's cache folder of a model repository: ``<cache>/models--org--name``."""
+    return os.path.join(cache, "models--" + repo_id.replace("/", "--"))
+
+
+def check_ref(cache: str, repo_id: str):
+    """The cache's ``refs/main`` of ``repo_id``, when it exists, must hold a commit hash (40 or 64
+    hex digits) and be a regular file inside the repository's cache folder: huggingface_hub joins
+    its content onto ``snapshots/``, so ``../../..`` or an absolute path would read files outside."""
+    folder = repo_folder(cache, repo_id)
+    ref = os.path.join(folder, "refs", "main")
+    if not os.path.lexists(ref):
+        return
+    raw = read_bounded(ref, MAX_REF_BYTES, folder, "Hugging Face cache ref",
+                       " (it holds one commit hash)")
+    try:
+        text = raw.decode("ascii").strip()
+    except UnicodeDecodeError:
+        text = None
+    if text is None or not _COMMIT.match(text):
+        raise InputError(f"Hugging Face cache ref '{ref}' does not hold a commit hash (40 or 64 hexadecimal "
+                         f"digits): refused (a corrupt or tampered cache; delete the folder "
+                         f"'{folder}' and download the model again)")
+    snap = os.path.join(folder, "snapshots", text)
+    if os.path.lexists(snap):
+        if not inside(snap, folder):
+            raise InputError(f"Hugging Face cache snapshot '{snap}' is a symbolic link out of the model's "
+                             f"cache folder '{folder}': refused")
 
 
 def _truthy(v) -> bool:
