@@ -324,3 +324,16 @@ def test_a_family_whose_activations_are_not_modelled_is_refused_not_guessed():
     approx = vramsym.estimate(M._spec(cfg, "tiny-llama4", "tests", assume="llama"), "inference",
                               inputs={"batch": 1, "seq": 64})
     assert approx.approximate and "every expert" in approx.approximate
+
+
+def test_node_size_limit_agrees_with_the_formulas_and_refuses_beyond_it():
+    """layouts.json's node_gpus_max is gpus_node's declared max in parallel.vram; min_gpus refuses a
+    node above it with a sentence, and takes --gpus-per-node without calling it ignored."""
+    import vramsym
+    from vramsym.engine.bind import bound_of
+    space = load("layouts.json")
+    r = vramsym.compile(vramsym.load_model("llama-3.1-8b"), regime="train", options={"sharding": "hybrid"})
+    assert bound_of(r.regime, "gpus_node", {}, "max") == space["node_gpus_max"]
+    plain = vramsym.compile(vramsym.load_model("llama-3.1-8b"), regime="train")
+    with pytest.raises(vramsym.InputError, match="at most 1,024"):
+        vramsym.min_gpus(plain, "80GB", inputs={"batch": 1, "seq": 512, "gpus_per_node": 10**30})

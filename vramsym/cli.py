@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import vramsym
 from vramsym.catalog.capacity import fmt_bytes
+from vramsym.engine.layouts import SEARCH_READS
 from vramsym.engine.sweep import _int
 from vramsym.errors import DoesNotFit, InputError, NotModelled, SolveError, VramError
 from vramsym.flags import Flag, UsageError, parse, prescan, print_usage_error, show
@@ -219,10 +220,13 @@ def _given_inputs(args, interface=None) -> tuple:
     return out, flag_of
 
 
-def _warn_unused(r, args, interface) -> None:
-    """A flag the chosen regime does not read changes nothing: say so (on stderr)."""
+def _warn_unused(r, args, interface, also_read=()) -> None:
+    """A flag the chosen regime does not read changes nothing: say so (on stderr). ``also_read``:
+    inputs the command reads beside the regime (the layout search's GPUs per node)."""
     inputs, flag_of = _given_inputs(args, interface)
     for k in r.unused_inputs(inputs):
+        if k in also_read:
+            continue
         flag = flag_of.get(k, k)
         print(f"vramsym: warning: {flag} is ignored: regime {r.regime.regime} with these options does not "
               f"use {k}", file=sys.stderr)
@@ -283,7 +287,8 @@ def cmd_solve(args, vocabulary):
     model = _load_model(args)
     inputs = _inputs(args, vocabulary.interface)
     r = vramsym.compile(model, args.regime, _options(args), formulas=args.formulas, vocabulary=vocabulary)
-    _warn_unused(r, args, vocabulary.interface)
+    _warn_unused(r, args, vocabulary.interface,
+                 SEARCH_READS if args.target in ("min_gpus", "gpus") else ())
     if args.target in ("min_gpus", "gpus"):
         return _solve_min_gpus(args, r, capacity, cap_desc, inputs)
     sol = r.solve(args.target, capacity, r.at_bound(r.with_gpu(inputs, args.gpu), args.bound))

@@ -24,6 +24,8 @@ from ..numbers import NumberError, to_fraction
 #: the command-line names of a layout's degrees and the symbols they set
 DEGREES = ("tp", "pp", "cp", "ep")
 _SPACE: dict = {}
+#: the inputs the layout search reads beside the regime's own: the GPUs of one node bound tensor parallelism
+SEARCH_READS = ("gpus_per_node", "gpus_node")
 
 
 def search_space() -> dict:
@@ -35,10 +37,13 @@ def search_space() -> dict:
 
 def _tp_choices(base: dict) -> list:
     """Powers of two up to the GPUs of one node: ``--gpus-per-node`` when given, else the file's."""
-    node = search_space()["node_gpus"]
-    for k in ("gpus_per_node", "gpus_node"):
+    space = search_space()
+    node = space["node_gpus"]
+    for k in SEARCH_READS:
         if k in base:
             node = _whole("gpus-per-node", base[k], 1)
+            if node > space["node_gpus_max"]:
+                raise InputError(f"--gpus-per-node must be at most {space['node_gpus_max']:,}, got {_quoted(base[k])}")
     out, t = [], 1
     while t <= node:
         out.append(t)
