@@ -129,7 +129,7 @@ def _row_adder(rows: List[Dict]):
 # The harness measures a step in the phases its code can mark (a forward, a backward, an optimizer
 # step; a prefill and decode steps); each predicted phase lies inside one of them.
 MEASURED_AS = {"forward": "forward", "backward_start": "backward", "recompute_first": "backward",
-               "backward_end": "backward", "recompute_last": "backward", "backward_top": "backward",
+               "backward_end": "backward", "recompute_last": "backward", "backward_top": "backward", "attention_backward": "backward",
                "optimizer": "optimizer", "optimizer_step": "optimizer", "prefill": "prefill", "logits": "prefill",
                "decode": "decode"}
 
