@@ -68,7 +68,8 @@ def synthetic(rng, family: str, small: bool) -> dict:
     maxpos = 4096 if small else 32768
     cfg = {"model_type": family, "hidden_size": h, "num_hidden_layers": layers, "num_attention_heads": n_q,
            "vocab_size": vocab, "intermediate_size": inter, "max_position_embeddings": maxpos,
-           "tie_word_embeddings": rng.random() < 0.5}
+           "tie_word_embeddings": rng.random() < 0.5,
+           "pad_token_id": 0}     # some config classes default it to 32,000, outside a smaller vocabulary
     if family == "gpt2":
         cfg = {"model_type": "gpt2", "n_embd": n_q * d_h, "n_layer": layers, "n_head": n_q, "vocab_size": vocab,
                "n_positions": maxpos, "n_inner": rng.choice([None, 4 * n_q * d_h]),

@@ -245,7 +245,8 @@ def unmodelled(model: ModelSpec, components, values=None) -> str | None:
 # keys of an architectures.json entry that are not facts: field aliases, conditional settings, the
 # _checks fields and layer_types values the family reads (not refused for it), the list whose length
 # is the layer count
-ENTRY_KEYS = ("defaults", "aliases", "cases", "reads_fields", "reads_layer_types", "layers_from", "unmodelled")
+ENTRY_KEYS = ("defaults", "aliases", "cases", "reads_fields", "reads_layer_types", "layers_from", "unmodelled",
+              "mlp_act_from")
 
 
 def _set(v) -> bool:
@@ -301,10 +302,30 @@ def _field(cfg: dict, name: str):
     return v
 
 
+def mlp_act(cfg: dict, arch: dict, entry: dict | None) -> tuple:
+    """(field, value, kind) of the MLP's activation function: the first config field the family's
+    model class reads (``_checks.mlp_act.from`` or the entry's ``mlp_act_from``) that is set, its
+    value, and the option ``mlp_act`` it maps to (None for a value the formulas do not model). A
+    config that sets none of the fields gets the config class's default (applied from the entry's
+    ``defaults`` before this, else ``_checks.mlp_act.default``)."""
+    data = (arch.get("_checks") or {}).get("mlp_act") or {}
+    fields = (entry or {}).get("mlp_act_from") or data.get("from") or ["hidden_act"]
+    field, value = config_value(cfg, tuple(fields))
+    if field is None:
+        field, value = fields[0], data.get("default", "silu")
+    kind = (data.get("values") or {}).get(value) if isinstance(value, str) else None
+    return field, value, kind
+
+
 def _contradiction(cfg: dict, facts: dict, arch: dict):
     """(field, what it is) for the first config field that contradicts the structure the formulas
     read (the ``_checks`` of formulas/architectures.json), or None."""
     checks = arch.get("_checks") or {}
+    field, value, kind = mlp_act(cfg, arch, facts)
+    if kind is None:
+        known = ", ".join(sorted((checks.get("mlp_act") or {}).get("values") or {}))
+        return field, (f"an MLP activation {str(value)[:40]!r} whose saved tensors the formulas do not model "
+                       f"(they read {known})")
     reads = set(facts.get("reads_fields") or [])
     for field, what in (checks.get("fields") or {}).items():
         if field in cfg and _set(cfg[field]) and field not in reads:
@@ -530,6 +551,8 @@ def _derived(cfg: dict, arch: dict | None = None) -> dict:
     experts = _int(_first(cfg, "num_local_experts", "num_experts", "n_routed_experts", default=0))
     moe_layers = _layers_by_rule(cfg, L, _rules(arch, mt, "moe")) if experts else 0
     out["arch_n_experts"] = experts
+    entry = arch.get(mt) if isinstance(mt, str) and not mt.startswith("_") else None
+    out["arch_mlp_act"] = mlp_act(cfg, arch, entry if isinstance(entry, dict) else None)[2] or "single"
     out["arch_moe_layers"] = moe_layers
     out["arch_ffn"] = "moe" if moe_layers else "dense"
     out["arch_dense_layers"] = L - moe_layers

@@ -28,7 +28,9 @@ _TRAIN_PRECISION = ("fp32", "bf16", "mixed_bf16")
 _INFER_PRECISION = ("fp32", "bf16", "fp16")
 _OPTIMIZER = ("adamw", "adamw_fused", "sgd", "sgd_momentum")
 # the fused q/k/v projection and the output projection, by model_type (peft target names)
-_FUSED_NAMES = {"gpt2": ("attn.c_attn", "attn.c_proj"), "phi3": ("self_attn.qkv_proj", "self_attn.o_proj")}
+_FUSED_NAMES = {"gpt2": ("attn.c_attn", "attn.c_proj"), "phi3": ("self_attn.qkv_proj", "self_attn.o_proj"),
+                "gpt_neox": ("attention.query_key_value", "attention.dense"),
+                "falcon": ("self_attention.query_key_value", "self_attention.dense")}
 _LORA_TARGETS = {"qv": ["q_proj", "v_proj"], "attention": ["q_proj", "k_proj", "v_proj", "o_proj"],
                  "all_linear": "all-linear"}
 
