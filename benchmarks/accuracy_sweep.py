@@ -47,7 +47,10 @@ FULL_SIZE = ["gpt2", "gpt2-xl", "llama-3.2-1b", "llama-3.2-3b", "llama-3.1-8b", 
 
 #: the synthetic families: model_type and what varies in them
 FAMILIES = ["llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3", "gpt2", "starcoder2",
-            "gpt_neox", "granite", "smollm3", "helium"]
+            "gpt_neox", "granite", "smollm3", "helium", "falcon", "olmo2", "cohere", "glm4"]
+
+#: mixture-of-experts families: routing reads the values, so they run on real tensors, at small widths
+MOE_FAMILIES = ["mixtral", "qwen3_moe", "olmoe", "granitemoe"]
 
 
 def _log_uniform(rng, lo, hi) -> int:
@@ -76,6 +79,15 @@ def synthetic(rng, family: str, small: bool) -> dict:
                "resid_pdrop": rng.choice([0.0, 0.1]), "embd_pdrop": rng.choice([0.0, 0.1]),
                "attn_pdrop": rng.choice([0.0, 0.1])}
         return cfg
+    if family == "falcon":
+        mq = rng.random() < 0.5
+        cfg = {"model_type": "falcon", "hidden_size": n_q * d_h, "num_hidden_layers": layers, "num_attention_heads": n_q,
+               "vocab_size": vocab, "ffn_hidden_size": rng.choice([2, 4]) * n_q * d_h, "multi_query": mq,
+               "parallel_attn": rng.random() < 0.7, "bias": rng.random() < 0.3, "alibi": False,
+               "new_decoder_architecture": False, "max_position_embeddings": maxpos, "pad_token_id": 0}
+        if not mq:
+            cfg["num_kv_heads"] = n_q
+        return cfg
     if family == "gpt_neox":
         cfg.update(hidden_size=n_q * d_h, rotary_pct=rng.choice([0.25, 1.0]), use_parallel_residual=rng.random() < 0.7,
                    tie_word_embeddings=False)
@@ -102,6 +114,18 @@ def synthetic(rng, family: str, small: bool) -> dict:
         cfg["mlp_bias"] = rng.random() < 0.2
     if family == "phi3":
         cfg["tie_word_embeddings"] = False
+    if family in ("olmo2", "cohere", "glm4"):
+        cfg.update(bos_token_id=1, eos_token_id=1)
+    if family == "glm4":
+        cfg.update(attention_bias=rng.random() < 0.5,
+                   rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                    "partial_rotary_factor": rng.choice([0.5, 1.0])})
+    if family in MOE_FAMILIES:
+        experts = rng.choice([4, 8])
+        cfg.update(num_experts_per_tok=rng.choice([1, 2]), bos_token_id=1, eos_token_id=1,
+                   **{"num_experts" if family in ("qwen3_moe", "olmoe") else "num_local_experts": experts})
+        if family == "qwen3_moe":      # the only one of them whose experts have their own width field
+            cfg["moe_intermediate_size"] = rng.choice([1, 2]) * h
     return cfg
 
 
@@ -112,6 +136,23 @@ def draw(rng, small: bool, multi: float) -> dict:
         model = {"catalog": name}
         cfg = dict(vramsym.load_model(name).raw_config)
         family = cfg.get("model_type")
+    elif rng.random() < 0.15:
+        # real tensors (MoE routing, QLoRA's bitsandbytes base): small widths and sequences
+        family = rng.choice(MOE_FAMILIES + ["llama", "qwen2", "qwen3"])
+        cfg = synthetic(rng, family, True)
+        seq = min(_log_uniform(rng, 32, 512), 4096)
+        batch = _log_uniform(rng, 1, 4)
+        case = {"model": {"config": cfg}, "family": family, "batch": batch, "seq": seq, "options": {}, "inputs": {},
+                "real": True}
+        if family in MOE_FAMILIES:
+            case["regime"] = rng.choices(["inference", "train", "lora"], weights=[1, 2, 2])[0]
+            case["options"]["precision"] = rng.choice(["fp32", "bf16"])
+        else:
+            case["regime"] = "qlora"
+        if case["regime"] in ("lora", "qlora"):
+            case["options"]["lora_targets"] = rng.choice(["qv", "all_linear"])
+            case["inputs"]["lora_rank"] = rng.choice([4, 8, 16])
+        return case
     else:
         family = rng.choice(FAMILIES)
         cfg = synthetic(rng, family, small)
@@ -181,11 +222,14 @@ def run_case(case, lib) -> dict:
     out = {k: case[k] for k in ("family", "regime", "batch", "seq", "options", "inputs")}
     out["layout"] = case.get("layout", "1 GPU")
     out["model"] = case["model"].get("catalog") or "synthetic"
+    if case.get("real"):
+        out["real"] = True
     if "config" in case["model"]:
         out["config"] = case["model"]["config"]
     try:
         res = compare(_model(case), case["regime"], case["options"],
-                      dict(case["inputs"], batch=case["batch"], seq=case["seq"]), fake=True, library=lib)
+                      dict(case["inputs"], batch=case["batch"], seq=case["seq"]), fake=not case.get("real"),
+                      library=lib)
     except vramsym.InputError as e:
         out["unsupported"] = str(e)
         return out

@@ -456,3 +456,29 @@ def test_plain_mlp_activation_and_parallel_residual_match_pytorch(arch, regime, 
     for name in EXACT & set(rows):
         assert rows[name]["predicted_bytes"] == rows[name]["measured_bytes"], (name, rows[name])
     assert abs(rows["total (peak)"]["relative_error"]) <= 0.005, res["rows"]
+
+
+@pytest.mark.parametrize("regime,precision,bound", [("inference", "bf16", 0.01), ("inference", "fp32", 0.01),
+                                                    ("train", "bf16", 0.02), ("train", "mixed_bf16", 0.02),
+                                                    ("lora", "bf16", 0.05)])
+def test_multi_query_falcon_runs_sdpa_math_kernel(regime, precision, bound):
+    """Falcon hands SDPA one K/V head for four query heads without enable_gqa: no fused kernel takes
+    that, so PyTorch's math kernel runs (on CUDA too) and keeps fp32 scores and probabilities. Read
+    as a fused kernel it was -79% in inference and -55% in training on this tiny config; the peak is
+    now within the bound (LoRA over-predicts: the safe side; training is short by up to 1.5% here: the
+    backward's fp32 gradients of the scaled q and k, per token, are not counted), and the exact
+    components are exact."""
+    cfg = {"model_type": "falcon", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+           "vocab_size": 64, "pad_token_id": 0, "multi_query": True, "parallel_attn": True}
+    model = _spec(cfg, "tiny-falcon-mqa", "tests/test_accuracy.py")
+    options = {"precision": precision}
+    if regime != "inference":
+        options["optimizer"] = "sgd"
+    if regime == "lora":
+        options["lora_targets"] = "all_linear"
+    res = compare(model, regime, options, {"batch": 1, "seq": 512}, fake=True)
+    rows = {r["component"]: r for r in res["rows"]}
+    for name in EXACT & set(rows):
+        assert rows[name]["predicted_bytes"] == rows[name]["measured_bytes"], (name, rows[name])
+    err = rows["total (peak)"]["relative_error"]
+    assert -0.02 <= err <= bound, res["rows"]
