@@ -337,3 +337,12 @@ def test_node_size_limit_agrees_with_the_formulas_and_refuses_beyond_it():
     plain = vramsym.compile(vramsym.load_model("llama-3.1-8b"), regime="train")
     with pytest.raises(vramsym.InputError, match="at most 1,024"):
         vramsym.min_gpus(plain, "80GB", inputs={"batch": 1, "seq": 512, "gpus_per_node": 10**30})
+
+
+def test_mistral_window_defaults_only_when_the_field_is_absent():
+    """MistralConfig's sliding_window defaults to 4,096 when the field is absent, but an explicit null
+    (Mistral-7B-v0.3's config.json) means no window (issue 22's sweep, seed 3 case 132)."""
+    base = {"model_type": "mistral", "num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 4,
+            "intermediate_size": 128, "vocab_size": 100}
+    assert M._spec(dict(base), "x", "test").config["arch_sliding_layers"] == 4
+    assert M._spec(dict(base, sliding_window=None), "x", "test").config["arch_sliding_layers"] == 0

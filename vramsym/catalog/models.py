@@ -245,7 +245,7 @@ def unmodelled(model: ModelSpec, components, values=None) -> str | None:
 # keys of an architectures.json entry that are not facts: field aliases, conditional settings, the
 # _checks fields and layer_types values the family reads (not refused for it), the list whose length
 # is the layer count
-ENTRY_KEYS = ("defaults", "aliases", "cases", "reads_fields", "reads_layer_types", "layers_from", "unmodelled",
+ENTRY_KEYS = ("defaults", "absent_defaults", "aliases", "cases", "reads_fields", "reads_layer_types", "layers_from", "unmodelled",
               "mlp_act_from")
 
 
@@ -264,9 +264,13 @@ def _aliases(cfg: dict, entry: dict):
     ``multi_query``) or ``refuse`` (a variant of the family the formulas do not read: returned as
     (field, what it is), to be refused like any contradicting field). Its ``defaults`` (the config
     class's defaults of the fields the aliases and cases read) come first, for a config that leaves
-    them out. Applied in place."""
+    them out or sets them to null; ``absent_defaults`` only for a config that leaves them out (the
+    class keeps an explicit null: Mistral's sliding_window). Applied in place."""
     for k, v in (entry.get("defaults") or {}).items():
         if k not in cfg or cfg[k] is None:
+            cfg[k] = v
+    for k, v in (entry.get("absent_defaults") or {}).items():   # the class keeps an explicit null
+        if k not in cfg:
             cfg[k] = v
     if cfg.get("num_hidden_layers") is None:
         for field in entry.get("layers_from") or []:
