@@ -35,6 +35,7 @@ from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, 
 from torch.testing._internal.distributed.fake_pg import FakeStore
 from torch.utils._python_dispatch import _disable_current_modes
 
+from ..errors import InputError
 from .hf_model import _build_hf_config, _cuda_kernel_patches, _from_config
 from .tracker import restart_peak
 
@@ -180,6 +181,12 @@ def measure_tensor_parallel(config: dict, *, tp: int, batch: int, seq: int, prec
     with mode, _untracked_sharding_propagation(), _cuda_kernel_patches():
         model = _build(hf_cfg, dtype, attention)
         for layer in _decoder_layers(model):
+            names = {n for n, _ in layer.named_modules()}
+            missing = sorted(set(TP_PLAN) - names)
+            if missing:      # GPT-2's c_attn, Phi-3's qkv_proj: the plan would shard half a layer, or nothing
+                raise InputError(f"the measurement's tensor-parallel plan shards {', '.join(sorted(TP_PLAN))}; "
+                                 f"the layers of model_type {hf_cfg.model_type!r} have no {', '.join(missing)} "
+                                 f"(fused or differently named projections): not measured")
             parallelize_module(layer, mesh, plan)
         model.train()
         sharded = [p for p in model.parameters() if isinstance(p, DTensor)]
