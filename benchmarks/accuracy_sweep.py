@@ -114,6 +114,8 @@ def synthetic(rng, family: str, small: bool) -> dict:
         cfg["mlp_bias"] = rng.random() < 0.2
     if family == "phi3":
         cfg["tie_word_embeddings"] = False
+    if family == "helium":       # transformers' Helium projects attention back with an h x h o_proj
+        cfg["hidden_size"] = n_q * d_h
     if family in ("olmo2", "cohere", "glm4"):
         cfg.update(bos_token_id=1, eos_token_id=1)
     if family == "glm4":
