@@ -44,6 +44,15 @@ TOLERANCE = {"train": 0.05, "inference": 0.05, "lora": 0.07}
 KNOWN = {("gpt2", "inference", "fp32-eager"): "GPT-2's own eager attention (scale, torch.where mask, softmax, "
                                               "type cast) keeps more s^2 copies alive than the Llama eager path modelled here"}
 
+def _exact_rows(res) -> dict:
+    """The comparison's rows by component, after asserting that the components vramsym counts
+    exactly (EXACT) are exact."""
+    rows = {r["component"]: r for r in res["rows"]}
+    for name in EXACT & set(rows):
+        assert rows[name]["predicted_bytes"] == rows[name]["measured_bytes"], (name, rows[name])
+    return rows
+
+
 
 @pytest.mark.parametrize("arch", sorted(TINY))
 @pytest.mark.parametrize("regime,options", CASES, ids=[f"{r}-{'-'.join(o.values())}" for r, o in CASES])
@@ -55,9 +64,7 @@ def test_prediction_matches_pytorch(arch, regime, options):
         pytest.skip("GPT-2 has no q_proj / v_proj (its attention is one fused c_attn)")
     model = _spec(TINY[arch], f"tiny-{arch}", "tests/test_accuracy.py")
     res = compare(model, regime, options, {"batch": 2, "seq": 64}, fake=True)
-    rows = {r["component"]: r for r in res["rows"]}
-    for name in EXACT & set(rows):
-        assert rows[name]["predicted_bytes"] == rows[name]["measured_bytes"], (name, rows[name])
+    rows = _exact_rows(res)
     total = rows["total (peak)"]
     assert abs(total["relative_error"]) <= TOLERANCE[regime], res["rows"]
 
@@ -314,9 +321,7 @@ def test_issue21_families_match_pytorch(arch, regime, options):
     (GraniteMoE): the exact components are exact and the peak within 0.5%."""
     model = _spec(TINY_ISSUE21[arch], f"tiny-{arch}", "tests/test_accuracy.py")
     res = compare(model, regime, options, {"batch": 2, "seq": 64}, fake=True)
-    rows = {r["component"]: r for r in res["rows"]}
-    for name in EXACT & set(rows):
-        assert rows[name]["predicted_bytes"] == rows[name]["measured_bytes"], (name, rows[name])
+    rows = _exact_rows(res)
     assert abs(rows["total (peak)"]["relative_error"]) <= 0.005, res["rows"]
 
 
@@ -452,9 +457,7 @@ def test_plain_mlp_activation_and_parallel_residual_match_pytorch(arch, regime, 
     within 0.5% (it was +33% for GPT-NeoX training when every plain MLP was read as GPT-2's)."""
     model = _spec(TINY_PLAIN_MLP[arch], f"tiny-{arch}", "tests/test_accuracy.py")
     res = compare(model, regime, options, {"batch": 2, "seq": 256}, fake=True)
-    rows = {r["component"]: r for r in res["rows"]}
-    for name in EXACT & set(rows):
-        assert rows[name]["predicted_bytes"] == rows[name]["measured_bytes"], (name, rows[name])
+    rows = _exact_rows(res)
     assert abs(rows["total (peak)"]["relative_error"]) <= 0.005, res["rows"]
 
 
@@ -477,9 +480,7 @@ def test_multi_query_falcon_runs_sdpa_math_kernel(regime, precision, bound):
     if regime == "lora":
         options["lora_targets"] = "all_linear"
     res = compare(model, regime, options, {"batch": 1, "seq": 512}, fake=True)
-    rows = {r["component"]: r for r in res["rows"]}
-    for name in EXACT & set(rows):
-        assert rows[name]["predicted_bytes"] == rows[name]["measured_bytes"], (name, rows[name])
+    rows = _exact_rows(res)
     err = rows["total (peak)"]["relative_error"]
     assert -0.02 <= err <= bound, res["rows"]
 
