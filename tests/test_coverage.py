@@ -46,7 +46,7 @@ def test_families_added_as_data_are_exact(tool):
     assert not bad, bad
 
 
-ISSUE21 = ["cohere", "cohere2", "emu3", "exaone", "exaone4", "flex_olmo", "glm", "glm4", "granitemoe", "granitemoeshared",
+ISSUE21 = ["cohere", "cohere2", "emu3", "exaone", "exaone4", "flex_olmo", "glm", "glm4", "glm4_moe", "granitemoe", "granitemoeshared",
            "hyperclovax", "internlm3", "iquestcoder", "mellum", "minimax_m2", "olmo2", "olmo3", "olmoe", "seed_oss",
            "solar_open", "stablelm", "vaultgemma"]
 
@@ -75,7 +75,9 @@ def test_issue21_variants_the_formulas_do_not_read_are_refused(tool, mt, field):
 
 @pytest.mark.parametrize("mt,change", [("stablelm", {"use_parallel_residual": True, "use_qkv_bias": True}),
                                        ("hyperclovax", {"use_post_norm": False}),
-                                       ("granitemoeshared", {"shared_intermediate_size": 1024})])
+                                       ("granitemoeshared", {"shared_intermediate_size": 1024}),
+                                       ("glm4_moe", {"use_qk_norm": True, "attention_bias": True, "head_dim": 128,
+                                                     "first_k_dense_replace": 3, "n_shared_experts": 2})])
 def test_issue21_config_variants_are_exact(mt, change):
     # a case or an alias of the family changes the structure; the meta model counts the same
     import json
