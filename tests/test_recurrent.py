@@ -2,8 +2,8 @@
 with Mamba / Mamba2 / Gated DeltaNet layers, a tiny config is built on the meta device by transformers
 (the independent source): vramsym's parameter count equals the model's, its KV per token equals the
 keys and values of the model's own cache after a one-token forward, and its recurrent state per
-sequence equals the conv windows and SSM / recurrent states in that cache. The pure SSM types
-(mamba, mamba2) are refused with a sentence."""
+sequence equals the conv windows and SSM / recurrent states in that cache, the pure SSM types (Mamba,
+FalconMamba, Mamba2: no attention, no MLP) among them."""
 import importlib.util
 import json
 import os
@@ -51,6 +51,12 @@ TINY = {
                        ssm_state_size=8, conv_kernel=3, mamba_num_heads=6, mamba_head_dim=12, n_groups=2,
                        n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
                        moe_shared_expert_intermediate_size=40),
+    "mamba": dict(hidden_size=64, vocab_size=128, num_hidden_layers=3, state_size=8, conv_kernel=3, expand=3,
+                  time_step_rank=5, use_bias=True),
+    "falcon_mamba": dict(hidden_size=64, vocab_size=128, num_hidden_layers=2, state_size=8, conv_kernel=3,
+                         tie_word_embeddings=False),
+    "mamba2": dict(hidden_size=64, vocab_size=128, num_hidden_layers=3, state_size=8, conv_kernel=3, expand=2,
+                   num_heads=8, head_dim=16, n_groups=2, use_bias=True, tie_word_embeddings=True),
 }
 
 
@@ -78,10 +84,10 @@ def test_hub_pattern_string_counts_like_the_list(tmp_path):
 
 
 @pytest.mark.parametrize("mt", ["mamba", "mamba2"])
-def test_pure_ssm_types_are_refused(tool, mt):
+def test_pure_ssm_types_are_exact_at_their_defaults(tool, mt):
     row = tool.row(mt)
-    assert row["status"] == "refused"
-    assert f"'{mt}'" in row["note"] and "--assume llama" in row["note"]
+    assert row["status"] == "exact", row
+    assert row["vram_kv"] == row["meta_kv"] == 0 and row["vram_state"] == row["meta_state"] > 0, row
 
 
 def _write(tmp_path, mt, **over):

@@ -65,7 +65,15 @@ def _architectures() -> dict:
     terms do not model). Callers read it; none changes it."""
     path = os.path.join(formulas_path(), "architectures.json")
     if path not in _ARCHITECTURES:
-        _ARCHITECTURES[path] = json.loads(read_text(path))
+        data = json.loads(read_text(path))
+        for mt, entry in list(data.items()):      # 'like': another family's entry, the own keys replace its keys
+            if isinstance(entry, dict) and "like" in entry:
+                base = data.get(entry["like"])
+                if not isinstance(base, dict) or "like" in base:
+                    raise InputError(f"formulas/architectures.json: '{mt}' is like '{entry['like']}', which is not "
+                                     "an entry of its own")
+                data[mt] = {**base, **{k: v for k, v in entry.items() if k != "like"}}
+        _ARCHITECTURES[path] = data
     return _ARCHITECTURES[path]
 
 
