@@ -101,7 +101,7 @@ def _write(tmp_path, mt, **over):
     ("qwen3_next", "lora", "activations its Gated DeltaNet layers save for backward"),
     ("granitemoehybrid", "train", "activations its Mamba2 layers save for backward"),
     ("jamba", "vllm", "vLLM's state of its Mamba layers"),
-    ("granitemoehybrid", "inference", "prefill intermediates of its Mamba2 layers"),
+    ("jamba", "inference", "prefill intermediates of its Mamba layers"),
 ])
 def test_regimes_that_do_not_model_the_mixers_refuse(tmp_path, mt, regime, words):
     # formulas/architectures.json _checks.hybrid_unmodelled: one sentence with the type, the regime and what
@@ -136,3 +136,21 @@ def test_gated_deltanet_prefill_against_a_measurement(tmp_path, mt, over, b, s):
     act = next(row for row in r["rows"] if row["component"] == "activations")
     assert abs(act["predicted_bytes"] - act["measured_bytes"]) <= act["measured_bytes"] / 100, act
     assert abs(r["predicted_total_bytes"] - r["measured_peak_bytes"]) <= r["measured_peak_bytes"] * 15 / 1000, r["rows"]
+
+
+@pytest.mark.parametrize("mt, over, b, s, precision", [
+    # a pure Mamba2 (residual_in_fp32), the sequence not a whole number of chunks
+    ("mamba2", dict(state_size=16, num_heads=4, head_dim=32, n_groups=1, chunk_size=64), 2, 1000, "fp32"),
+    ("mamba2", dict(), 1, 333, "bf16"),
+    # hybrids whose Mamba2 layer is the largest: attention, MLP and MoE layers around it
+    ("nemotron_h", dict(), 2, 1024, "bf16"),
+    ("falcon_h1", dict(), 1, 700, "fp32"),
+])
+def test_mamba2_prefill_against_a_measurement(tmp_path, mt, over, b, s, precision):
+    # formulas/recurrent.vram ssm2_prefill: mamba2_chunk_scan's chunk x chunk, head_dim and state_size tensors,
+    # derived from the torch path's code, against what PyTorch allocates (FakeTensorMode)
+    pytest.importorskip("torch.distributed._tools.mem_tracker")
+    r = vramsym.compare_with_pytorch(_write(tmp_path, mt, **over), "inference", options={"precision": precision},
+                                     inputs={"batch": b, "seq": s})
+    assert r["measured_peak_phase"] == "prefill"
+    assert abs(r["predicted_total_bytes"] - r["measured_peak_bytes"]) <= r["measured_peak_bytes"] * 6 / 1000, r["rows"]

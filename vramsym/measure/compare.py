@@ -48,6 +48,8 @@ def _harness():
 
 def measure_args(est, regime: str, fake: bool, decode_steps: int, model=None) -> Dict:
     opts = dict(est.options)
+    if model is not None and model.config.get("arch_attn_layers") == 0:
+        opts["attention"] = None      # no attention layer (Mamba, Mamba2): the model class takes no kernel
     b = int(est.binding.values["b"])
     s = int(est.binding.values["s"])
     if regime in INFER_REGIMES:

@@ -103,8 +103,8 @@ def measure(config: dict, *, mode: str,
 
     if mode not in ("train", "inference"):
         raise ValueError(f"mode must be 'train' or 'inference', not {mode!r}")
-    if attention not in ("eager", "sdpa"):
-        raise ValueError(f"attention must be 'eager' or 'sdpa', not {attention!r}")
+    if attention not in ("eager", "sdpa", None):     # None: a model without attention layers
+        raise ValueError(f"attention must be 'eager' or 'sdpa', or None (no attention layer), not {attention!r}")
     if mode == "train" and precision not in _TRAIN_PRECISIONS:
         raise ValueError(f"train precision must be one of {_TRAIN_PRECISIONS}, not {precision!r}")
     if mode == "inference" and precision not in _INFER_PRECISIONS:
