@@ -162,6 +162,21 @@ def test_rules_only_entry_gives_no_facts():
     assert "'gemma3' is not in formulas/architectures.json" in spec.approximate
 
 
+def test_an_entry_like_another_takes_its_keys_and_replaces_its_own(monkeypatch, tmp_path):
+    # formulas/architectures.json 'like': FalconMamba is Mamba's structure with its own source
+    arch = M._architectures()
+    assert arch["falcon_mamba"]["arch_ssm"] == arch["mamba"]["arch_ssm"] == "mamba"
+    assert arch["falcon_mamba"]["source"] != arch["mamba"]["source"]
+    assert "like" not in arch["falcon_mamba"]
+    # a 'like' naming an entry that is itself 'like' another (or none) is refused when the file is read
+    data = json.loads(M.read_text(os.path.join(M.formulas_path(), "architectures.json")))
+    data["x_like"] = {"like": "falcon_mamba_missing"}
+    monkeypatch.setattr(M, "read_text", lambda path: json.dumps(data))
+    monkeypatch.setattr(M, "_ARCHITECTURES", {})
+    with pytest.raises(M.InputError, match="'x_like' is like 'falcon_mamba_missing', which is not an entry of its own"):
+        M._architectures()
+
+
 # ---- quantization_config ----
 
 def quant(qc, *tensors):
