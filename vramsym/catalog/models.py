@@ -274,12 +274,10 @@ def _aliases(cfg: dict, entry: dict):
     class's defaults of the fields the aliases and cases read) come first, for a config that leaves
     them out or sets them to null; ``absent_defaults`` only for a config that leaves them out (the
     class keeps an explicit null: Mistral's sliding_window). Applied in place."""
-    for k, v in (entry.get("defaults") or {}).items():
-        if k not in cfg or cfg[k] is None:
-            cfg[k] = v
-    for k, v in (entry.get("absent_defaults") or {}).items():   # the class keeps an explicit null
-        if k not in cfg:
-            cfg[k] = v
+    for key, keep_null in (("defaults", False), ("absent_defaults", True)):   # absent: the class keeps a null
+        for k, v in (entry.get(key) or {}).items():
+            if k not in cfg or (cfg[k] is None and not keep_null):
+                cfg[k] = v
     if cfg.get("num_hidden_layers") is None:
         for field in entry.get("layers_from") or []:
             if isinstance(cfg.get(field), (list, str)) and cfg[field]:
