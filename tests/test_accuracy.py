@@ -503,6 +503,24 @@ def test_falcon_prefill_at_the_attention(multi_query, b, s, precision):
     assert abs(res["rows"][-1]["relative_error"]) <= 0.003, res["rows"]
 
 
+@pytest.mark.parametrize("cfg,b,s,precision", [
+    ({"model_type": "gpt2", "n_embd": 512, "n_layer": 3, "n_head": 8, "vocab_size": 1000, "n_positions": 2048}, 4, 512, "fp32"),
+    ({"model_type": "gpt2", "n_embd": 512, "n_layer": 3, "n_head": 8, "vocab_size": 1000, "n_positions": 2048}, 2, 1000, "bf16"),
+    ({"model_type": "gpt_neox", "hidden_size": 1024, "num_hidden_layers": 3, "num_attention_heads": 8, "vocab_size": 1000,
+      "intermediate_size": 2048, "max_position_embeddings": 4096, "rotary_pct": 0.25, "use_parallel_residual": True}, 2, 512, "fp32"),
+    ({"model_type": "gpt_neox", "hidden_size": 1024, "num_hidden_layers": 3, "num_attention_heads": 8, "vocab_size": 1000,
+      "intermediate_size": 2048, "max_position_embeddings": 4096, "rotary_pct": 0.25, "use_parallel_residual": True}, 3, 700, "bf16")])
+def test_prefill_tensors_the_layer_code_keeps(cfg, b, s, precision):
+    """Issue 22's sweep, seed 3: GPT-2 keeps its attention output bound through the MLP and its position
+    embeddings beside the token embeddings (cases 213, 521: -2.8%, -2.6% before); GPT-NeoX's fused
+    query_key_value output stays alive beside the rotated query, SDPA's output and its contiguous copy
+    (case 932: -3.16% before)."""
+    model = _spec(cfg, f"tiny-{cfg['model_type']}-prefill", "tests/test_accuracy.py")
+    res = compare(model, "inference", {"precision": precision}, {"batch": b, "seq": s}, fake=True)
+    assert res["measured_peak_phase"] == "prefill"
+    assert abs(res["rows"][-1]["relative_error"]) <= 0.002, res["rows"]
+
+
 @pytest.mark.parametrize("grad_accum", [1, 3])
 def test_tied_head_gradient_sum_under_gradient_accumulation(grad_accum):
     """Issue 22's sweep, seed 3 case 16 (a tied synthetic Mistral, mixed bf16, 3 micro-steps) was
