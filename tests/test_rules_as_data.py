@@ -175,6 +175,15 @@ def test_an_entry_like_another_takes_its_keys_and_replaces_its_own(monkeypatch, 
     monkeypatch.setattr(M, "_ARCHITECTURES", {})
     with pytest.raises(M.InputError, match="'x_like' is like 'falcon_mamba_missing', which is not an entry of its own"):
         M._architectures()
+    # a chain is refused wherever it stands in the file (falcon_mamba is itself 'like' mamba)
+    for first in (True, False):
+        data = json.loads(M.read_text(os.path.join(M.formulas_path(), "architectures.json")))
+        chain = {"like": "falcon_mamba"}
+        data = {"x_chain": chain, **data} if first else {**data, "x_chain": chain}
+        monkeypatch.setattr(M, "read_text", lambda path, d=data: json.dumps(d))
+        monkeypatch.setattr(M, "_ARCHITECTURES", {})
+        with pytest.raises(M.InputError, match="'x_chain' is like 'falcon_mamba', which is not an entry of its own"):
+            M._architectures()
 
 
 # ---- quantization_config ----

@@ -66,9 +66,10 @@ def _architectures() -> dict:
     path = os.path.join(formulas_path(), "architectures.json")
     if path not in _ARCHITECTURES:
         data = json.loads(read_text(path))
-        for mt, entry in list(data.items()):      # 'like': another family's entry, the own keys replace its keys
+        raw = dict(data)                          # 'like' names an entry as written: no chains, in any order
+        for mt, entry in raw.items():             # 'like': another family's entry, the own keys replace its keys
             if isinstance(entry, dict) and "like" in entry:
-                base = data.get(entry["like"])
+                base = raw.get(entry["like"])
                 if not isinstance(base, dict) or "like" in base:
                     raise InputError(f"formulas/architectures.json: '{mt}' is like '{entry['like']}', which is not "
                                      "an entry of its own")
