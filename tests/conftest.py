@@ -1,7 +1,19 @@
+import atexit
 import os
+import shutil
+import tempfile
+
 import pytest
 
-os.environ.setdefault("VRAMSYM_NO_CACHE", "1")
+# One private cache for the whole run (and its xdist workers, which inherit the variable), never the
+# user's own: each regime and option set compiles once per run, in-process and in every CLI
+# subprocess, instead of at every call. The cache is keyed by the content of the code and the formula
+# files, so a hit is the same answer (tests/test_cache.py proves warm == cold with VRAMSYM_NO_CACHE).
+if not os.environ.get("VRAMSYM_TEST_CACHE_DIR"):
+    os.environ["VRAMSYM_TEST_CACHE_DIR"] = tempfile.mkdtemp(prefix="vramsym-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["VRAMSYM_TEST_CACHE_DIR"], True)
+os.environ["VRAMSYM_CACHE_DIR"] = os.environ["VRAMSYM_TEST_CACHE_DIR"]
+os.environ.pop("VRAMSYM_NO_CACHE", None)
 
 import vramsym  # noqa: E402
 
@@ -16,18 +28,3 @@ def model():
     def get(name):
         return vramsym.load_model(name)
     return get
-
-
-@pytest.fixture(scope="module")
-def module_cache(tmp_path_factory):
-    """One cache for a module (``pytestmark = pytest.mark.usefixtures("module_cache")``): each regime
-    and option set compiles once there, instead of at every call under VRAMSYM_NO_CACHE."""
-    old = {k: os.environ.get(k) for k in ("VRAMSYM_CACHE_DIR", "VRAMSYM_NO_CACHE")}
-    os.environ["VRAMSYM_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
-    os.environ.pop("VRAMSYM_NO_CACHE", None)
-    yield
-    for k, v in old.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v

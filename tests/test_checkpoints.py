@@ -24,7 +24,6 @@ TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_si
         "rms_norm_eps": 1e-5, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
 
 
-pytestmark = pytest.mark.usefixtures("module_cache")   # conftest: one cache per module
 
 
 def cli(capsys, *argv):

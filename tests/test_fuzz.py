@@ -16,7 +16,6 @@ HERE = os.path.dirname(__file__)
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 
 
-pytestmark = pytest.mark.usefixtures("module_cache")   # conftest: one cache per module
 
 
 def run(argv, capsys):

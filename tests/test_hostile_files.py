@@ -15,7 +15,6 @@ from vramsym.errors import InputError
 
 from test_checkpoints import TINY, build_hub_cache, dense_tensors, header_bytes, hub_env, write_safetensors  # noqa: F401
 
-pytestmark = pytest.mark.usefixtures("module_cache")
 
 SECRET = "PRIVATE-7f3a9c-DO-NOT-PRINT"
 EST = ("estimate", "--batch", "1", "--seq", "8")

@@ -7,12 +7,9 @@ from functools import lru_cache
 from hypothesis import given, settings, strategies as st, HealthCheck
 
 import vramsym
-from helpers import estimate
 from vramsym.catalog.models import catalog
-from vramsym.engine.regimes import compose
 
 MODELS = sorted(catalog())
-LIB = vramsym.load_library(use_cache=False)
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 models = st.sampled_from(MODELS)
@@ -27,18 +24,21 @@ def _model(name):
 
 
 @lru_cache(maxsize=None)
-def _composed(name, regime, options):
-    return compose(LIB, regime, dict(options), _model(name).config)
+def _compiled(name, regime, options):
+    """The regime as users run it: compiled once per option set (and cached), evaluated per model."""
+    return vramsym.compile(_model(name), regime, dict(options))
+
+
+def _estimate(name, regime, inputs, **options):
+    return _compiled(name, regime, tuple(sorted(options.items()))).evaluate(dict(inputs))
 
 
 def total(name, regime, inputs, **options):
-    c = _composed(name, regime, tuple(sorted(options.items())))
-    return estimate(LIB, c, _model(name), inputs).exact_total
+    return _estimate(name, regime, inputs, **options).exact_total
 
 
 def comp(name, regime, component, inputs, **options):
-    c = _composed(name, regime, tuple(sorted(options.items())))
-    return next(x.exact for x in estimate(LIB, c, _model(name), inputs).all_components if x.name == component)
+    return next(x.exact for x in _estimate(name, regime, inputs, **options).all_components if x.name == component)
 
 
 @SETTINGS
@@ -109,8 +109,7 @@ def test_non_decreasing_in_batch_and_sequence(name, regime, b, s):
 def test_gqa_kv_not_above_mha(name, b, s):
     m = _model(name)
     gqa = comp(name, "inference", "kv_cache", {"batch": b, "seq": s})
-    c = _composed(name, "inference", ())
-    mha = estimate(LIB, c, m, {"batch": b, "seq": s, "n_kv": m.config.get("num_attention_heads") or m.config.get("n_head")})
+    mha = _estimate(name, "inference", {"batch": b, "seq": s, "n_kv": m.config.get("num_attention_heads") or m.config.get("n_head")})
     assert gqa <= next(x.exact for x in mha.all_components if x.name == "kv_cache")
 
 

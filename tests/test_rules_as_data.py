@@ -103,7 +103,8 @@ def test_catalog_models_counts():
     """The published configs, counted by hand from the rules above."""
     expected = {"deepseek-v3": (58, 0), "gemma-2-27b": (0, 23), "gemma-2-9b": (0, 21), "gemma-3-27b": (0, 52),
                 "gemma-3-4b": (0, 29), "mistral-7b-v0.1": (0, 32), "mistral-7b-v0.3": (0, 0),
-                "mixtral-8x7b": (32, 0), "qwen3-30b-a3b": (48, 0), "qwen2.5-7b": (0, 0)}
+                "mixtral-8x7b": (32, 0), "qwen3-30b-a3b": (48, 0), "qwen2.5-7b": (0, 0),
+                "phi-3-mini-4k": (0, 32)}    # sliding_window 2047 and sliding_rule 'all': every layer slides
     for name in M.catalog():
         c = M.load_model(name).config
         got = (c["arch_moe_layers"], c["arch_sliding_layers"])

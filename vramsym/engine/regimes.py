@@ -162,7 +162,12 @@ def compose(lib: Library, name: str, options: Mapping[str, str] = (),
     if len(phases) == 1:
         peak = gpu_sum(components)
     else:
-        peak = gpu_sum(static) + sympy.Max(*[gpu_sum(p.own) for p in phases])
+        # unevaluated: sympy's Max would compare every pair of phase sums for a provable order
+        # (Max._find_localzeros factors each difference), most of a compile's time, to drop a
+        # dominated phase that the evaluation and the solver then never pick anyway; a phase with
+        # no own terms adds nothing (memory is never negative)
+        owns = [o for o in dict.fromkeys(gpu_sum(p.own) for p in phases) if o != 0] or [sympy.Integer(0)]
+        peak = gpu_sum(static) + (owns[0] if len(owns) == 1 else sympy.Max(*owns, evaluate=False))
     # a `share` component is a fraction of the regime's other GPU components (e.g. allocator
     # slack): of those of the peak phase
     for c in shares:
