@@ -212,7 +212,7 @@ class ExactPythonPrinter(_Renaming, PythonCodePrinter):
     integers stay ``int`` (fast arithmetic)."""
 
     def __init__(self, renames, settings=None):
-        super().__init__(dict(settings or {}, fully_qualified_modules=True))
+        super().__init__(dict(settings or {}, fully_qualified_modules=True, order="none"))
         self._renames = renames
 
     def _print_Rational(self, expr):
