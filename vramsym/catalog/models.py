@@ -228,6 +228,8 @@ def unmodelled(model: ModelSpec, components, values=None) -> str | None:
     applies, or None. A family's own entry may name terms it is not modelled in too (its
     ``unmodelled``: term -> what is missing), checked first."""
     cfg = model.config
+    if not components and cfg.get("arch_layer_mix") != "hybrid":
+        return None             # what every evaluation asks (its layout): nothing to read for these
     own = (_architectures().get(cfg.get("model_type")) or {}).get("unmodelled") or {}
     for term in components:
         if term in own:

@@ -11,11 +11,17 @@ from ..errors import InputError
 _HERE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))   # the package folder
 
 
+_FORMULAS: list = []
+
+
 def formulas_path() -> str:
-    installed = os.path.join(_HERE, "formulas")
-    if os.path.isdir(installed):
-        return installed
-    return os.path.join(os.path.dirname(_HERE), "formulas")
+    """The bundled formulas folder: inside the package when installed as a wheel, else beside it
+    (a checkout). Found once per process (the package does not move under a running process;
+    every evaluation asks for it)."""
+    if not _FORMULAS:
+        installed = os.path.join(_HERE, "formulas")
+        _FORMULAS.append(installed if os.path.isdir(installed) else os.path.join(os.path.dirname(_HERE), "formulas"))
+    return _FORMULAS[0]
 
 
 def read_text(path: str) -> str:
