@@ -245,6 +245,12 @@ class ExactPythonPrinter(_Renaming, PythonCodePrinter):
     def _print_Half(self, expr):
         return self._print_Rational(expr)
 
+    def _print_PyMax(self, expr):
+        return "max(" + ", ".join(self._print(a) for a in expr.args) + ")"
+
+    def _print_PyMin(self, expr):
+        return "min(" + ", ".join(self._print(a) for a in expr.args) + ")"
+
 
 # ---------------------------------------------------------------------------
 # the exact Python module (``export --to python``)
@@ -294,6 +300,19 @@ def py_module_start(p: Prepared, lib, target: str, printer, note, imports):
     return ren, printer(ren), ", ".join(ren[a] for a in p.args), _py_module_head(p, lib, target, ren, note, imports)
 
 
+class PyMax(sympy.Function):
+    """sympy's Max as a plain function (no evaluation): what Python's ``max`` computes."""
+
+
+class PyMin(sympy.Function):
+    """sympy's Min as a plain function (no evaluation): what Python's ``min`` computes."""
+
+
+#: Max / Min held as PyMax / PyMin through the common-subexpression elimination, whose rebuild of
+#: a sympy Max compares every pair of its arguments (seconds per regime); printed as max / min
+_PY_MINMAX = {sympy.Max: PyMax, sympy.Min: PyMin}
+
+
 def _hold_piecewise(expr, prefix: str):
     """``expr`` with each Piecewise that no other Piecewise holds replaced by a symbol, and those
     ``{symbol: Piecewise}`` in a stable order. The changed nodes are rebuilt unevaluated (a
@@ -309,6 +328,8 @@ def _hold_piecewise(expr, prefix: str):
         if not e.args:
             return e
         args = [walk(a) for a in e.args]
+        if isinstance(e, (sympy.Max, sympy.Min)):       # Python's own max / min, which cse's rebuild
+            return _PY_MINMAX[type(e)](*args)           # cannot evaluate (sympy's compares every pair)
         if all(a is b for a, b in zip(args, e.args)):
             return e
         return e.func(*args, evaluate=False)

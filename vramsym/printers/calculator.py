@@ -33,6 +33,7 @@ from ..catalog.models import catalog as model_catalog, load_model
 from ..engine.bind import bind
 from ..engine.compiler import PHASE_KEY, prepare
 from ..engine.regimes import compose
+from ..engine import cache
 from ..engine.runtime import Vocabulary, compile as _compile
 from ..errors import InputError
 from ..version import __version__
@@ -55,14 +56,52 @@ def _frac(v) -> str:
     return str(f.numerator) if f.denominator == 1 else f"{f.numerator}/{f.denominator}"
 
 
+def _group(vocabulary, regime: str, options: dict, free: dict) -> dict:
+    """One group of the page: a regime with its resolved options, its components as exact
+    JavaScript (``js``: one function of the arguments ``a`` returning every component) and the
+    bounds of its free inputs (``bounds``: alias -> kind -> a function), printed from the sympy
+    expressions. Stored in the user cache beside the compiled regimes (same key: the package's
+    code and the formula files), so a page of cached groups is built without sympy."""
+    name = cache.entry_name("page", regime, sorted(options.items()), sorted(free.items()))
+    if vocabulary.key is not None:
+        hit = cache.get(vocabulary.key, name)
+        if isinstance(hit, dict) and hit.get("format") == PAGE_FORMAT:
+            return hit
+    lib = vocabulary.load_library()
+    composed = compose(lib, regime, dict(options))
+    prep = prepare(composed, lib)
+    comps = [e for e in prep.entries if e.key != "total" and not e.key.startswith(PHASE_KEY)]
+    index = {e.key: i for i, e in enumerate(comps)}
+    host = set(composed.host)
+    bounds = {}
+    for alias, sym in free.items():
+        for kind, (deps, expr) in (prep.bounds or {}).get(sym, {}).items():
+            if kind in ("max", "min"):
+                bounds.setdefault(alias, {})[kind] = f"(a) => {js_exact(expr)}"
+    out = {"format": PAGE_FORMAT, "args": list(prep.args), "description": composed.description,
+           "components": [{"name": e.key, "description": e.description, "host": e.key in host,
+                           "sources": list(e.sources)} for e in comps],
+           # the timeline: the page's total is the largest phase total, the sum of the components
+           # alive in the phase (indices into components)
+           "phases": [{"name": ph.name, "description": ph.description,
+                       "components": [index[c] for c in ph.components]} for ph in composed.phases],
+           "bounds": bounds, "js": "(a) => [\n" + ",\n".join(js_exact(e.expr) for e in comps) + "]"}
+    if vocabulary.key is not None:
+        cache.put(vocabulary.key, name, out)
+    return out
+
+
+#: the layout of a cached page group (a change of it makes older entries miss)
+PAGE_FORMAT = 1
+
+
 def build_data(models=None, vocabulary=None, assume=None) -> tuple[dict, str]:
     """(data, functions): the page's JSON data and the JavaScript of its groups' components."""
     vocabulary = vocabulary or Vocabulary.of()
-    lib = vocabulary.load_library()
     names = list(models) if models else list(model_catalog())
     if not names:
         raise InputError("the page needs at least one model")
-    groups, configs, model_rows, funcs = {}, {}, [], []
+    groups, configs, model_rows, funcs, descriptions = {}, {}, [], [], {}
     for name in names:
         spec = load_model(name, [], assume)
         label = spec.name + (" (approximate: --assume llama)" if spec.approximate else "")
@@ -73,34 +112,23 @@ def build_data(models=None, vocabulary=None, assume=None) -> tuple[dict, str]:
                 key = json.dumps([regime, sorted(r.regime.options)])
                 free = {a: r.regime.symbol(a) for a in FREE if r.regime.symbol(a) in r.regime.args}
                 if key not in groups:
-                    gid = f"g{len(groups)}"
-                    composed = compose(lib, regime, dict(r.regime.options))
-                    prep = prepare(composed, lib)
-                    comps = [e for e in prep.entries if e.key != "total" and not e.key.startswith(PHASE_KEY)]
-                    index = {e.key: i for i, e in enumerate(comps)}
-                    host = set(composed.host)
+                    gd = _group(vocabulary, regime, dict(r.regime.options), free)
+                    descriptions.setdefault(regime, gd["description"])
                     meta = {t.name: t for t in r.regime.components}
                     bounds = {}
-                    for alias, sym in free.items():
-                        for kind, (deps, expr) in (prep.bounds or {}).get(sym, {}).items():
-                            if kind in ("max", "min"):
-                                bounds.setdefault(alias, {})[kind] = len(funcs)
-                                funcs.append(f"(a) => {js_exact(expr)}")
-                    groups[key] = {"id": gid, "regime": regime, "args": list(prep.args), "free": free,
+                    for alias, kinds in gd["bounds"].items():
+                        for kind, js in kinds.items():
+                            bounds.setdefault(alias, {})[kind] = len(funcs)
+                            funcs.append(js)
+                    groups[key] = {"id": f"g{len(groups)}", "regime": regime, "args": gd["args"], "free": free,
                                    "domains": {a: r.regime.symbols[s].domain.value for a, s in free.items()},
                                    "options": dict(r.regime.options), "bounds": bounds,
-                                   "description": composed.description, "function": len(funcs),
-                                   "components": [{"name": e.key, "description": e.description,
-                                                   "host": e.key in host,
-                                                   "definition": meta[e.key].definition if e.key in meta else "",
-                                                   "formula": meta[e.key].formula if e.key in meta else "",
-                                                   "sources": list(e.sources)} for e in comps],
-                                   # the timeline: the page's total is the largest phase total, the sum
-                                   # of the components alive in the phase (indices into components)
-                                   "phases": [{"name": ph.name, "description": ph.description,
-                                               "components": [index[c] for c in ph.components]}
-                                              for ph in composed.phases]}
-                    funcs.append("(a) => [\n" + ",\n".join(js_exact(e.expr) for e in comps) + "]")
+                                   "description": gd["description"], "function": len(funcs),
+                                   "components": [dict(c, definition=meta[c["name"]].definition if c["name"] in meta else "",
+                                                       formula=meta[c["name"]].formula if c["name"] in meta else "")
+                                                  for c in gd["components"]],
+                                   "phases": gd["phases"]}
+                    funcs.append(gd["js"])
                 g = groups[key]
                 no_default = tuple(s for s in free.values() if r.regime.symbols[s].default is None)
                 values, prov = bind(r.regime, spec.config, {}, exclude=no_default, source=spec.source)
@@ -115,10 +143,17 @@ def build_data(models=None, vocabulary=None, assume=None) -> tuple[dict, str]:
     gpus = [{"name": g.name, "capacity_bytes": str(g.capacity_bytes), "memory_mib": g.memory_mib,
              "marketed": g.marketed} for g in gpu_catalog()]
     data = {"version": __version__, "models": model_rows, "gpus": gpus,
-            "regimes": {k: {"precisions": list(v), "description": lib.regimes[k].description}
+            "regimes": {k: {"precisions": list(v), "description": _regime_description(vocabulary, k, descriptions)}
                         for k, v in PAGE_REGIMES.items()},
             "groups": {g["id"]: g for g in groups.values()}, "configs": configs}
     return data, "const FUNCS = [\n" + ",\n".join(funcs) + "\n];\n"
+
+
+def _regime_description(vocabulary, regime: str, seen: dict) -> str:
+    """The regime's description: from a group of the page, else from the formula files."""
+    if regime in seen:
+        return seen[regime]
+    return vocabulary.load_library().regimes[regime].description
 
 
 _SLOT = re.compile(r"/\*(DATA|RUNTIME|APP)\*/")
