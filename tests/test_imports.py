@@ -28,6 +28,7 @@ MOST_LOCAL = 15
 GATES = {
     # (a) the cache miss: parse and check the formula files (lark, pint), compose and compile (sympy)
     ("vramsym.engine.runtime", "vramsym.engine.compiler"),
+    ("vramsym.printers.calculator", "vramsym.printers.codegen"),  # a page group not in the cache: printed
     # (b) optional dependencies, one gate each (pint's compat.py habit)
     ("vramsym.catalog.gguf_file", "gguf"),                       # vramsym[gguf]
     ("vramsym.catalog.hub", "vramsym.catalog.hub_client"),       # vramsym[hub]: hub_client imports huggingface_hub

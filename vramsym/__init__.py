@@ -35,8 +35,9 @@ __all__ = [
 #: the façade's name table: public name -> the module that defines it
 _WHERE = {
     **dict.fromkeys(("vocabulary", "load_model", "compile", "estimate", "solve", "min_gpus", "plot_curve",
-                     "plot_map", "resolve_capacity", "find_gpu", "catalog_models", "catalog_gpus"), "vramsym.api"),
-    **dict.fromkeys(("load_library", "compose", "advise", "sensitivity", "calculator_html", "derive", "export",
+                     "plot_map", "resolve_capacity", "find_gpu", "catalog_models", "catalog_gpus", "advise",
+                     "calculator_html"), "vramsym.api"),
+    **dict.fromkeys(("load_library", "compose", "sensitivity", "derive", "export",
                      "check", "explain_dtype", "compare_with_pytorch"), "vramsym.symbolic"),
     # the formula-file error types
     **dict.fromkeys(("Diagnostic", "FormulaError"), "vramsym.lang.diagnostics"),

@@ -9,8 +9,10 @@ import json
 from .catalog.gpus import catalog as _gpu_catalog, find_gpu as _fg, resolve_capacity as _rc
 from .catalog.models import catalog as _model_catalog, load_model as _load
 from .catalog.paths import read_text
+from .engine.advice import Request, advise as _advise, sensitivity as _sens
 from .engine.layouts import min_gpus as _min_gpus
-from .engine.runtime import compile as _compile, vocabulary as _vocabulary
+from .engine.runtime import Vocabulary, compile as _compile, vocabulary as _vocabulary
+from .printers.calculator import page as _page
 from .engine.sweep import curve, grid, points as _points
 
 
@@ -101,3 +103,30 @@ def catalog_gpus() -> list:
     """The bundled GPUs with the memory the driver reports."""
     return [{"name": g.name, "memory_mib": g.memory_mib, "capacity_bytes": g.capacity_bytes,
              "marketed": g.marketed, "aliases": list(g.aliases), "source": g.source} for g in _gpu_catalog()]
+
+
+def advise(model, regime: str = "inference", options=None, inputs=None, gpu="24GB", model_ref=None,
+           formulas=(), vocabulary=None) -> dict:
+    """The changes that make a configuration fit ``gpu`` (a size such as '24GB' or a GPU name), ranked:
+    ``{"total_bytes", "capacity_bytes", "fits", "headroom_bytes", "changes": [{change, args, argv,
+    total_bytes, capacity_bytes, fits, headroom_bytes, saved_bytes, cost_rank, throughput, quality,
+    source}, ...], "sensitivity": {...}, "problems": [...], "estimate": Estimate}``. ``argv`` is the
+    ``vramsym estimate`` command that gives the row's ``total_bytes``; ``args`` the flags that change.
+    From compiled regimes; sympy only for a sensitivity that is not in the user cache."""
+    if isinstance(model, str):
+        model_ref = model_ref or model
+        model = load_model(model, formulas)
+    vocabulary = vocabulary or Vocabulary.of(formulas)
+    capacity = resolve_capacity(gpu)[0] if not isinstance(gpu, int) else gpu
+    req = Request(model, model_ref or model.source, regime, dict(options or {}),
+                  {k: str(v) for k, v in dict(inputs or {}).items()}, str(gpu), vocabulary, formulas)
+    res = _advise(req, capacity)
+    res["sensitivity"] = _sens(res["estimate"], vocabulary=vocabulary)
+    return res
+
+
+def calculator_html(models=None, assume=None) -> str:
+    """The self-contained calculator page (``vramsym html``) for ``models`` (default: the catalog);
+    ``assume``: as for :func:`load_model`. From compiled regimes and page groups in the user cache;
+    sympy only for what is not there."""
+    return _page(models, Vocabulary.of(), assume=assume)

@@ -10,14 +10,13 @@ from pathlib import Path
 from .api import compile, load_model, resolve_capacity
 from .catalog.dtypes import explain
 from .catalog.paths import formulas_path
-from .engine.advice import Request, advise as _advise, sensitivity as _sens
+from .engine.advice import sensitivity as _sens
 from .engine.bind import bind
 from .engine.regimes import compose as _compose
 from .engine.runtime import Vocabulary
 from .errors import InputError
 from .lang.library import load, load_or_raise
 from .measure.compare import compare
-from .printers.calculator import page
 from .printers.codegen import export as _export
 from .printers.derive import derivation
 
@@ -35,35 +34,10 @@ def compose(regime: str = "inference", options=None, model=None, library=None):
     return _compose(lib, regime, dict(options or {}), model.config if model is not None else None)
 
 
-def advise(model, regime: str = "inference", options=None, inputs=None, gpu="24GB", model_ref=None,
-           formulas=(), vocabulary=None) -> dict:
-    """The changes that make a configuration fit ``gpu`` (a size such as '24GB' or a GPU name), ranked:
-    ``{"total_bytes", "capacity_bytes", "fits", "headroom_bytes", "changes": [{change, args, argv,
-    total_bytes, capacity_bytes, fits, headroom_bytes, saved_bytes, cost_rank, throughput, quality,
-    source}, ...], "sensitivity": {...}, "problems": [...], "estimate": Estimate}``. ``argv`` is the
-    ``vramsym estimate`` command that gives the row's ``total_bytes``; ``args`` the flags that change."""
-    if isinstance(model, str):
-        model_ref = model_ref or model
-        model = load_model(model, formulas)
-    vocabulary = vocabulary or Vocabulary.of(formulas)
-    capacity = resolve_capacity(gpu)[0] if not isinstance(gpu, int) else gpu
-    req = Request(model, model_ref or model.source, regime, dict(options or {}),
-                  {k: str(v) for k, v in dict(inputs or {}).items()}, str(gpu), vocabulary, formulas)
-    res = _advise(req, capacity)
-    res["sensitivity"] = _sens(res["estimate"], library=vocabulary.load_library())
-    return res
-
-
 def sensitivity(estimate, names=("batch", "seq"), library=None) -> dict:
     """d total / d input at an estimate's configuration (sympy): ``{alias: {derivative, exact, ...}}``;
     ``library``: the formula library it was compiled from, when it has files beyond the bundled ones."""
     return _sens(estimate, names, library)
-
-
-def calculator_html(models=None, assume=None) -> str:
-    """The self-contained calculator page (``vramsym html``) for ``models`` (default: the catalog);
-    ``assume``: as for :func:`load_model`."""
-    return page(models, Vocabulary.of(), assume=assume)
 
 
 def derive(result, fmt: str = "markdown", standalone: bool = False, library=None) -> str:

@@ -13,16 +13,12 @@ from __future__ import annotations
 
 import json
 import os
-from fractions import Fraction
-
-import sympy
-from sympy.functions.elementary.piecewise import ExprCondPair
 
 from ..catalog.paths import formulas_path, read_text
 from ..errors import DoesNotFit, InputError, SolveError
 from .layouts import min_gpus
-from .regimes import compose
-from .runtime import Vocabulary, compile as _compile
+from . import cache
+from .runtime import Vocabulary, _compiler, compile as _compile
 
 MAX_COMBINED = 4          # changes combined at most, when no single one fits
 
@@ -156,67 +152,29 @@ def _solved(req: Request, r, what: str, capacity: int):
                    req.gpu, req.vocabulary, req.formulas), value
 
 
-def _local(expr, at: dict, x=None, stepped=None):
-    """``expr`` as it is near the point ``at``: each Max / Min replaced by its active argument, each
-    Piecewise by its active branch, each ceiling / floor by its value (constant almost everywhere),
-    except one that reads ``x``: that one by its argument, so that the derivative in ``x`` is the
-    average slope across its rounding steps (a KV cache padded to 256 cells grows in steps of 256
-    tokens: 0 between steps would say a shorter context saves nothing); its name goes into
-    ``stepped``."""
-
-    def value(e):
-        return e.xreplace(at)
-
-    def walk(e):
-        if not e.args or e.is_Atom:
-            return e
-        if isinstance(e, (sympy.Max, sympy.Min)):
-            args = [walk(a) for a in e.args]
-            vals = [value(a) for a in args]
-            pick = max if isinstance(e, sympy.Max) else min
-            return args[vals.index(pick(vals))]
-        if isinstance(e, sympy.Piecewise):
-            for branch in e.args:
-                if bool(value(branch.cond)):
-                    return walk(branch.expr)
-            return e
-        if isinstance(e, (sympy.ceiling, sympy.floor)):
-            if x is not None and x in e.free_symbols:
-                if stepped is not None:
-                    stepped.append(str(x))
-                return walk(e.args[0])
-            return value(e)
-        if isinstance(e, ExprCondPair):
-            return e
-        return e.func(*[walk(a) for a in e.args])
-    return walk(expr)
-
-
-def sensitivity(est, names=("batch", "seq"), library=None) -> dict:
+def sensitivity(est, names=("batch", "seq"), library=None, vocabulary=None) -> dict:
     """d total / d x at this configuration, for the inputs ``names`` the total reads: the derivative
     (sympy, of the total with the model's numbers and the other inputs substituted, each max / min /
-    piecewise at its active branch) as an expression in x, and its exact value here."""
+    piecewise at its active branch) as an expression in x, and its exact value here. With the
+    ``vocabulary`` the estimate was compiled from, the result is kept in its user cache, keyed by
+    the regime, its options and every bound value: the same question again needs no sympy."""
     compiled = est.compiled
     syms = {n: compiled.symbol(n) for n in names if compiled.symbol(n) in compiled.args}
     if not syms:
         return {}
-    composed = compose(library or Vocabulary.of().load_library(), compiled.regime, dict(compiled.options))
     values = est.binding.values
-
-    def rat(v):
-        f = Fraction(v)
-        return sympy.Rational(f.numerator, f.denominator)
-    at = {sym: rat(values[n]) for n, sym in composed.symbols.items() if n in values}
-    out = {}
-    for alias, s in syms.items():
-        x = composed.symbols[s]
-        stepped: list = []
-        local = _local(composed.total, at, x, stepped).xreplace({k: v for k, v in at.items() if k != x})
-        d = sympy.expand(sympy.diff(local, x))
-        here = d.xreplace({x: at[x]})
-        exact = Fraction(int(here.p), int(here.q)) if here.is_Rational else None
-        out[alias] = {"symbol": s, "derivative": sympy.sstr(d), "bytes_per_unit": None if exact is None else float(exact),
-                      "exact": None if exact is None else str(exact), "averaged_over_steps": bool(stepped)}
+    key = getattr(vocabulary, "key", None)
+    name = cache.entry_name("sensitivity", compiled.regime, sorted(compiled.options), sorted(syms.items()),
+                            sorted((k, str(v)) for k, v in values.items()))
+    if key is not None:
+        hit = cache.get(key, name)
+        if isinstance(hit, dict) and set(hit) == set(syms):
+            return hit
+    if library is None:
+        library = (vocabulary or Vocabulary.of()).load_library()
+    out = _compiler().sensitivity_at(library, compiled.regime, dict(compiled.options), values, syms)
+    if key is not None:
+        cache.put(key, name, out)
     return out
 
 

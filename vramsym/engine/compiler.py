@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import sympy
+from sympy.functions.elementary.piecewise import ExprCondPair
 from sympy.printing.pycode import PythonCodePrinter
 
 from ..catalog.paths import formulas_path
@@ -532,3 +533,66 @@ def _constant(lib, composed, expr) -> Fraction:
     """A constant of the formula files (a run-time range's end) as an exact Fraction."""
     x = to_sympy(expr, lambda s: composed.symbols[s], dict(composed.options))
     return Fraction(str(x))
+
+
+# ---------------------------------------------------------------------------
+# the sensitivity of a total at a point (``vramsym advise``)
+
+def _local(expr, at: dict, x=None, stepped=None):
+    """``expr`` as it is near the point ``at``: each Max / Min replaced by its active argument, each
+    Piecewise by its active branch, each ceiling / floor by its value (constant almost everywhere),
+    except one that reads ``x``: that one by its argument, so that the derivative in ``x`` is the
+    average slope across its rounding steps (a KV cache padded to 256 cells grows in steps of 256
+    tokens: 0 between steps would say a shorter context saves nothing); its name goes into
+    ``stepped``."""
+
+    def value(e):
+        return e.xreplace(at)
+
+    def walk(e):
+        if not e.args or e.is_Atom:
+            return e
+        if isinstance(e, (sympy.Max, sympy.Min)):
+            args = [walk(a) for a in e.args]
+            vals = [value(a) for a in args]
+            pick = max if isinstance(e, sympy.Max) else min
+            return args[vals.index(pick(vals))]
+        if isinstance(e, sympy.Piecewise):
+            for branch in e.args:
+                if bool(value(branch.cond)):
+                    return walk(branch.expr)
+            return e
+        if isinstance(e, (sympy.ceiling, sympy.floor)):
+            if x is not None and x in e.free_symbols:
+                if stepped is not None:
+                    stepped.append(str(x))
+                return walk(e.args[0])
+            return value(e)
+        if isinstance(e, ExprCondPair):
+            return e
+        return e.func(*[walk(a) for a in e.args])
+    return walk(expr)
+
+
+def sensitivity_at(lib, regime: str, options: dict, values, syms) -> dict:
+    """d total / d x for the inputs ``syms`` (alias -> symbol) at the bound ``values``: the
+    derivative of the composed total with the other values substituted, each max / min / piecewise
+    at its active branch (:func:`_local`), as an expression in x and its exact value there
+    (vramsym.engine.advice.sensitivity keeps the answer in the user cache)."""
+    composed = compose(lib, regime, options)
+
+    def rat(v):
+        f = Fraction(v)
+        return sympy.Rational(f.numerator, f.denominator)
+    at = {sym: rat(values[n]) for n, sym in composed.symbols.items() if n in values}
+    out = {}
+    for alias, s in syms.items():
+        x = composed.symbols[s]
+        stepped: list = []
+        local = _local(composed.total, at, x, stepped).xreplace({k: v for k, v in at.items() if k != x})
+        d = sympy.expand(sympy.diff(local, x))
+        here = d.xreplace({x: at[x]})
+        exact = Fraction(int(here.p), int(here.q)) if here.is_Rational else None
+        out[alias] = {"symbol": s, "derivative": sympy.sstr(d), "bytes_per_unit": None if exact is None else float(exact),
+                      "exact": None if exact is None else str(exact), "averaged_over_steps": bool(stepped)}
+    return out

@@ -13,7 +13,7 @@ one pass (no name can create or hit a slot), and the page writes text with ``tex
 
 The page's HTML template and its JavaScript app are files of their own, beside this module
 (``page/calculator.html``, ``page/app.js``; the exact runtime is ``page/exact.js``, read by
-:func:`vramsym.printers.codegen.js_exact_runtime`), reviewed as HTML and JavaScript and read only
+:func:`vramsym.printers.page_files.js_exact_runtime`), reviewed as HTML and JavaScript and read only
 when a page is built.
 
 The page reads its inputs, typed or from the link, as the command line reads its flags
@@ -31,14 +31,11 @@ from fractions import Fraction
 from ..catalog.gpus import catalog as gpu_catalog
 from ..catalog.models import catalog as model_catalog, load_model
 from ..engine.bind import bind
-from ..engine.compiler import PHASE_KEY, prepare
-from ..engine.regimes import compose
 from ..engine import cache
 from ..engine.runtime import Vocabulary, compile as _compile
 from ..errors import InputError
 from ..version import __version__
-from .codegen import js_exact, js_exact_runtime
-from .page_files import APP_FILE, PAGE_DIR, TEMPLATE_FILE, page_file  # noqa: F401
+from .page_files import APP_FILE, PAGE_DIR, TEMPLATE_FILE, js_exact_runtime, page_file  # noqa: F401
 
 #: the regimes and precisions the page offers (the first precision is the default)
 PAGE_REGIMES = {"inference": ("bf16", "fp32"), "train": ("mixed_bf16", "bf16", "fp32"),
@@ -57,35 +54,16 @@ def _frac(v) -> str:
 
 
 def _group(vocabulary, regime: str, options: dict, free: dict) -> dict:
-    """One group of the page: a regime with its resolved options, its components as exact
-    JavaScript (``js``: one function of the arguments ``a`` returning every component) and the
-    bounds of its free inputs (``bounds``: alias -> kind -> a function), printed from the sympy
-    expressions. Stored in the user cache beside the compiled regimes (same key: the package's
-    code and the formula files), so a page of cached groups is built without sympy."""
+    """One group of the page (:func:`vramsym.printers.codegen.page_group`), from the user cache,
+    where it is stored beside the compiled regimes (same key: the package's code and the formula
+    files), so a page of cached groups is built without sympy."""
     name = cache.entry_name("page", regime, sorted(options.items()), sorted(free.items()))
     if vocabulary.key is not None:
         hit = cache.get(vocabulary.key, name)
         if isinstance(hit, dict) and hit.get("format") == PAGE_FORMAT:
             return hit
-    lib = vocabulary.load_library()
-    composed = compose(lib, regime, dict(options))
-    prep = prepare(composed, lib)
-    comps = [e for e in prep.entries if e.key != "total" and not e.key.startswith(PHASE_KEY)]
-    index = {e.key: i for i, e in enumerate(comps)}
-    host = set(composed.host)
-    bounds = {}
-    for alias, sym in free.items():
-        for kind, (deps, expr) in (prep.bounds or {}).get(sym, {}).items():
-            if kind in ("max", "min"):
-                bounds.setdefault(alias, {})[kind] = f"(a) => {js_exact(expr)}"
-    out = {"format": PAGE_FORMAT, "args": list(prep.args), "description": composed.description,
-           "components": [{"name": e.key, "description": e.description, "host": e.key in host,
-                           "sources": list(e.sources)} for e in comps],
-           # the timeline: the page's total is the largest phase total, the sum of the components
-           # alive in the phase (indices into components)
-           "phases": [{"name": ph.name, "description": ph.description,
-                       "components": [index[c] for c in ph.components]} for ph in composed.phases],
-           "bounds": bounds, "js": "(a) => [\n" + ",\n".join(js_exact(e.expr) for e in comps) + "]"}
+    from . import codegen       # the cache miss's gate: sympy prints the group
+    out = dict(codegen.page_group(vocabulary.load_library(), regime, options, free), format=PAGE_FORMAT)
     if vocabulary.key is not None:
         cache.put(vocabulary.key, name, out)
     return out

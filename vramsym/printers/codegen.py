@@ -35,10 +35,11 @@ from sympy.printing.printer import Printer
 from ..engine.compiler import (_PY_RESERVED, PHASE_KEY, Entry, ExactPythonPrinter, Prepared,  # noqa: F401
                                _arg_doc, _header_lines, _Renaming, _safe, prepare, py_module_start,
                                py_string, python_module)
+from ..engine.regimes import compose
 from ..lang.diagnostics import InputError
 from ..version import __version__
 from .latex import name_latex, split_add
-from .page_files import page_file
+from .page_files import JS_EXACT_RUNTIME_FILE, js_exact_runtime, page_file  # noqa: F401
 
 TARGETS = ("python", "numpy", "javascript", "c", "json", "latex")
 
@@ -297,14 +298,8 @@ def export(composed, lib, target: str, binding_values: Optional[Mapping[str, obj
 # ---------------------------------------------------------------------------
 # exact JavaScript: BigInt rationals, for the calculator page (vramsym.printers.calculator)
 
-#: the runtime the exact expressions call (values are [numerator, denominator] BigInt pairs):
-#: the JavaScript file ``page/exact.js`` beside this module
-JS_EXACT_RUNTIME_FILE = "exact.js"
-
-
-def js_exact_runtime() -> str:
-    """The text of the exact runtime (``const Q``), read from ``page/exact.js`` on first use."""
-    return page_file(JS_EXACT_RUNTIME_FILE)
+# the runtime the exact expressions call (values are [numerator, denominator] BigInt pairs):
+# the JavaScript file ``page/exact.js`` (vramsym.printers.page_files.js_exact_runtime)
 
 
 def __getattr__(name):
@@ -403,3 +398,28 @@ def js_exact(expr, arg: str = "a") -> str:
     rational, every symbol ``arg["name"]`` (a name is a JSON string: it cannot end the expression).
     Printed by :class:`ExactJSPrinter`."""
     return ExactJSPrinter({"arg": arg}).doprint(expr)
+
+
+def page_group(lib, regime: str, options: dict, free: dict) -> dict:
+    """One group of the calculator page (vramsym.printers.calculator): the regime with its resolved
+    options, its components as exact JavaScript (``js``: one function of the arguments ``a``
+    returning every component), the bounds of its free inputs (``bounds``: alias -> kind -> a
+    function), its components' descriptions and its phases, printed from the sympy expressions."""
+    composed = compose(lib, regime, dict(options))
+    prep = prepare(composed, lib)
+    comps = [e for e in prep.entries if e.key != "total" and not e.key.startswith(PHASE_KEY)]
+    index = {e.key: i for i, e in enumerate(comps)}
+    host = set(composed.host)
+    bounds = {}
+    for alias, sym in free.items():
+        for kind, (deps, expr) in (prep.bounds or {}).get(sym, {}).items():
+            if kind in ("max", "min"):
+                bounds.setdefault(alias, {})[kind] = f"(a) => {js_exact(expr)}"
+    return {"args": list(prep.args), "description": composed.description,
+            "components": [{"name": e.key, "description": e.description, "host": e.key in host,
+                            "sources": list(e.sources)} for e in comps],
+            # the timeline: the page's total is the largest phase total, the sum of the components
+            # alive in the phase (indices into components)
+            "phases": [{"name": ph.name, "description": ph.description,
+                        "components": [index[c] for c in ph.components]} for ph in composed.phases],
+            "bounds": bounds, "js": "(a) => [\n" + ",\n".join(js_exact(e.expr) for e in comps) + "]"}

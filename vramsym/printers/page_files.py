@@ -13,6 +13,8 @@ import os
 #: (``/*DATA*/``, ``/*RUNTIME*/``, ``/*APP*/``), and the JavaScript app that reads the data
 PAGE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "page")
 TEMPLATE_FILE, APP_FILE = "calculator.html", "app.js"
+#: the exact runtime (``const Q``) that exact-JavaScript exports and the page run on
+JS_EXACT_RUNTIME_FILE = "exact.js"
 
 
 @functools.lru_cache(maxsize=None)
@@ -21,3 +23,9 @@ def page_file(name: str) -> str:
     or an exact-JavaScript export is built; never at import)."""
     with open(os.path.join(PAGE_DIR, name), encoding="utf-8") as f:
         return f.read()
+
+
+def js_exact_runtime() -> str:
+    """The text of the exact runtime (``const Q``), read from ``page/exact.js`` on first use."""
+    return page_file(JS_EXACT_RUNTIME_FILE)
+
