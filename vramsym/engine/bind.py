@@ -127,7 +127,8 @@ def bound_of(compiled, name, values, kind="max"):
     deps = compiled.symbols[name].bound(kind).args
     if any(d not in values for d in deps):
         return None
-    return Fraction(f(*[values[d] for d in deps]))
+    v = f(*[values[d] for d in deps])
+    return v if type(v) is Fraction else Fraction(v)
 
 
 def _needs_checkpoint(compiled, name, m, config, source) -> str:
@@ -168,7 +169,8 @@ def check_bounds(compiled, values, prov, changed=None) -> None:
             continue
         m, v = compiled.symbols[n], values[n]
         if kind == "divides":
-            if t in values and v and Fraction(values[t]) % Fraction(v) != 0:
+            if t in values and v and (values[t] % v if type(values[t]) is int and type(v) is int
+                                      else Fraction(values[t]) % Fraction(v)) != 0:
                 tm = compiled.symbols[t]
                 raise _refused(f"{_shown(n, m)} ({m.description}) must divide {_shown(t, tm)} "
                                f"({tm.description}) = {values[t]}, got {_given(n, m, v, prov.get(n, ''))}",
