@@ -12,8 +12,8 @@ from .catalog.paths import read_text
 from .engine.advice import Request, advise as _advise, sensitivity as _sens
 from .engine.layouts import min_gpus as _min_gpus
 from .engine.runtime import Vocabulary, compile as _compile, vocabulary as _vocabulary
-from .printers.calculator import page as _page
 from .engine.sweep import curve, grid, points as _points
+from .printers.calculator import page as _page
 
 
 def vocabulary(formulas=()):

@@ -163,19 +163,14 @@ def sensitivity(est, names=("batch", "seq"), library=None, vocabulary=None) -> d
     if not syms:
         return {}
     values = est.binding.values
-    key = getattr(vocabulary, "key", None)
     name = cache.entry_name("sensitivity", compiled.regime, sorted(compiled.options), sorted(syms.items()),
                             sorted((k, str(v)) for k, v in values.items()))
-    if key is not None:
-        hit = cache.get(key, name)
-        if isinstance(hit, dict) and set(hit) == set(syms):
-            return hit
-    if library is None:
-        library = (vocabulary or Vocabulary.of()).load_library()
-    out = _compiler().sensitivity_at(library, compiled.regime, dict(compiled.options), values, syms)
-    if key is not None:
-        cache.put(key, name, out)
-    return out
+
+    def make():
+        lib = library if library is not None else (vocabulary or Vocabulary.of()).load_library()
+        return _compiler().sensitivity_at(lib, compiled.regime, dict(compiled.options), values, syms)
+    return cache.remembered(getattr(vocabulary, "key", None), name, make,
+                            lambda hit: isinstance(hit, dict) and set(hit) == set(syms))
 
 
 def advise(req: Request, capacity: int) -> dict:

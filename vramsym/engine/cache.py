@@ -264,6 +264,19 @@ def put(key: str, name: str, payload) -> None:
         pass
 
 
+def remembered(key, name: str, make, accept=lambda payload: True):
+    """Entry ``name`` under ``key`` if it is there and ``accept`` takes it, else ``make()``, stored
+    for the next time; with ``key`` None (no cache), ``make()`` alone."""
+    if key is not None:
+        hit = get(key, name)
+        if hit is not None and accept(hit):
+            return hit
+    out = make()
+    if key is not None:
+        put(key, name, out)
+    return out
+
+
 KEEP = 8
 
 

@@ -57,16 +57,12 @@ def _group(vocabulary, regime: str, options: dict, free: dict) -> dict:
     """One group of the page (:func:`vramsym.printers.codegen.page_group`), from the user cache,
     where it is stored beside the compiled regimes (same key: the package's code and the formula
     files), so a page of cached groups is built without sympy."""
+    def make():
+        from . import codegen       # the cache miss's gate: sympy prints the group
+        return dict(codegen.page_group(vocabulary.load_library(), regime, options, free), format=PAGE_FORMAT)
     name = cache.entry_name("page", regime, sorted(options.items()), sorted(free.items()))
-    if vocabulary.key is not None:
-        hit = cache.get(vocabulary.key, name)
-        if isinstance(hit, dict) and hit.get("format") == PAGE_FORMAT:
-            return hit
-    from . import codegen       # the cache miss's gate: sympy prints the group
-    out = dict(codegen.page_group(vocabulary.load_library(), regime, options, free), format=PAGE_FORMAT)
-    if vocabulary.key is not None:
-        cache.put(vocabulary.key, name, out)
-    return out
+    return cache.remembered(vocabulary.key, name, make,
+                            lambda hit: isinstance(hit, dict) and hit.get("format") == PAGE_FORMAT)
 
 
 #: the layout of a cached page group (a change of it makes older entries miss)
@@ -91,7 +87,7 @@ def build_data(models=None, vocabulary=None, assume=None) -> tuple[dict, str]:
                 free = {a: r.regime.symbol(a) for a in FREE if r.regime.symbol(a) in r.regime.args}
                 if key not in groups:
                     gd = _group(vocabulary, regime, dict(r.regime.options), free)
-                    descriptions.setdefault(regime, gd["description"])
+                    descriptions.setdefault(regime, gd["description"])   # names is not empty: every regime has one
                     meta = {t.name: t for t in r.regime.components}
                     bounds = {}
                     for alias, kinds in gd["bounds"].items():
@@ -121,17 +117,9 @@ def build_data(models=None, vocabulary=None, assume=None) -> tuple[dict, str]:
     gpus = [{"name": g.name, "capacity_bytes": str(g.capacity_bytes), "memory_mib": g.memory_mib,
              "marketed": g.marketed} for g in gpu_catalog()]
     data = {"version": __version__, "models": model_rows, "gpus": gpus,
-            "regimes": {k: {"precisions": list(v), "description": _regime_description(vocabulary, k, descriptions)}
-                        for k, v in PAGE_REGIMES.items()},
+            "regimes": {k: {"precisions": list(v), "description": descriptions[k]} for k, v in PAGE_REGIMES.items()},
             "groups": {g["id"]: g for g in groups.values()}, "configs": configs}
     return data, "const FUNCS = [\n" + ",\n".join(funcs) + "\n];\n"
-
-
-def _regime_description(vocabulary, regime: str, seen: dict) -> str:
-    """The regime's description: from a group of the page, else from the formula files."""
-    if regime in seen:
-        return seen[regime]
-    return vocabulary.load_library().regimes[regime].description
 
 
 _SLOT = re.compile(r"/\*(DATA|RUNTIME|APP)\*/")

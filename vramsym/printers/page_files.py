@@ -28,4 +28,3 @@ def page_file(name: str) -> str:
 def js_exact_runtime() -> str:
     """The text of the exact runtime (``const Q``), read from ``page/exact.js`` on first use."""
     return page_file(JS_EXACT_RUNTIME_FILE)
-
