@@ -41,8 +41,7 @@ EXACT = {"parameters", "buffers", "gradients", "optimizer_states", "optimizer_te
 # per-token terms that the formulas leave out relatively large; full-size models are
 # measured in benchmarks/accuracy.py -> docs/accuracy.md).
 TOLERANCE = {"train": 0.05, "inference": 0.05, "lora": 0.07}
-KNOWN = {("gpt2", "inference", "fp32-eager"): "GPT-2's own eager attention (scale, torch.where mask, softmax, "
-                                              "type cast) keeps more s^2 copies alive than the Llama eager path modelled here"}
+KNOWN: dict = {}   # (arch, regime, options) -> why the case is expected to miss; none today
 
 def _exact_rows(res) -> dict:
     """The comparison's rows by component, after asserting that the components vramsym counts
@@ -468,9 +467,7 @@ def test_multi_query_falcon_runs_sdpa_math_kernel(regime, precision, bound):
     """Falcon hands SDPA one K/V head for four query heads without enable_gqa: no fused kernel takes
     that, so PyTorch's math kernel runs (on CUDA too) and keeps fp32 scores and probabilities. Read
     as a fused kernel it was -79% in inference and -55% in training on this tiny config; the peak is
-    now within the bound (LoRA over-predicts: the safe side; training is short by up to 1.5% here: the
-    backward's fp32 gradients of the scaled q and k, per token, are not counted), and the exact
-    components are exact."""
+    now within the bound (LoRA over-predicts: the safe side), and the exact components are exact."""
     cfg = {"model_type": "falcon", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
            "vocab_size": 64, "pad_token_id": 0, "multi_query": True, "parallel_attn": True}
     model = _spec(cfg, "tiny-falcon-mqa", "tests/test_accuracy.py")
@@ -565,3 +562,44 @@ def test_helium_norm_multiplies_in_fp32():
     rows = {r["component"]: r for r in res["rows"]}
     assert abs(rows["activations"]["relative_error"]) <= 0.005, rows["activations"]
     assert abs(rows["total (peak)"]["relative_error"]) <= 0.005, res["rows"]
+
+
+@pytest.mark.parametrize("b,regime,options", [
+    (4, "lora", {"precision": "bf16", "optimizer": "sgd", "loop": "manual", "lora_targets": "qv"}),
+    (1, "lora", {"precision": "bf16", "optimizer": "sgd", "loop": "manual", "lora_targets": "qv"}),
+    (3, "train", {"precision": "bf16", "optimizer": "sgd"})])
+def test_sdpa_math_kernel_copies_k_and_v_per_query_head_in_a_batch(b, regime, options):
+    """Issue 22's sweep, seed 3, case 330 (a Falcon with multi_query under LoRA, b=4): -3.8%. SDPA's
+    math kernel multiplies q by k^T and the probabilities by v through the composite matmul, which
+    expands k and v from one head to the query's heads and, for a batch of more than one sequence,
+    copies them for bmm, which saves the copies (fp32: 2 (n_q - n_kv) d_h x 4 bytes per token and
+    layer more than at their own heads); and under LoRA the frozen dense does not keep the 16-bit
+    attention output. A live-tensor trace found both; the peak is now within 0.5% at b=1 and b>1."""
+    cfg = {"model_type": "falcon", "hidden_size": 512, "num_hidden_layers": 2, "num_attention_heads": 8,
+           "vocab_size": 1024, "multi_query": True, "parallel_attn": False, "pad_token_id": 0}
+    model = _spec(cfg, "tiny-falcon-mqa-batched", "tests/test_accuracy.py")
+    res = compare(model, regime, options, {"batch": b, "seq": 256}, fake=True)
+    rows = _exact_rows(res)
+    assert abs(rows["total (peak)"]["relative_error"]) <= 0.005, res["rows"]
+
+
+@pytest.mark.parametrize("arch,precision", [("falcon", "fp32"), ("falcon", "bf16"), ("gpt2", "bf16")])
+def test_eager_prefill_with_the_softmax_in_the_scores_dtype(arch, precision):
+    """Issue 22's sweep, seed 3: GPT-2 eager prefill +57% and +69% (cases 240, 44), Falcon +20% (case
+    867), and on this tiny Falcon in fp32 -45%: their softmax runs in the scores' dtype, so the peak
+    is not the Llama chain (fp32 softmax and its cast copy). GPT-2 keeps two score tensors alive at
+    any step (the product and its scaled copy, then the masked sum, then the probabilities); Falcon
+    three (the scores, scaled in place, their masked sum and the softmax) and, from its second layer,
+    the previous layer's probabilities, which FalconModel.forward keeps bound in `outputs`."""
+    cfg = {"falcon": {"model_type": "falcon", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                      "vocab_size": 64, "multi_query": True, "parallel_attn": True, "pad_token_id": 0},
+           "gpt2": {"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 64,
+                    "n_positions": 4096}}[arch]
+    model = _spec(cfg, f"tiny-{arch}-eager", "tests/test_accuracy.py")
+    res = compare(model, "inference", {"precision": precision, "attention": "eager"}, {"batch": 1, "seq": 1024},
+                  fake=True)
+    rows = _exact_rows(res)
+    # GPT-2 stays up to 2.5% over on this width-64 model: beside the scores the formulas count the
+    # Llama layer's separate q, k, v and rotated q where GPT-2 keeps one fused c_attn output (h x 2
+    # bytes per token more), which weighs little at full width (cases 44 and 240: +4% and +3%)
+    assert -0.005 <= rows["total (peak)"]["relative_error"] <= (0.025 if arch == "gpt2" else 0.005), res["rows"]
