@@ -54,3 +54,28 @@ def test_published_in_catalog_files_agree(lib):
         pub = json.loads(open(path, encoding="utf-8").read()).get("published_params")
         if pub:
             assert params(lib, name) == pub, name
+
+
+@pytest.mark.parametrize("name", sorted(catalog()))
+def test_catalog_buffers_match_transformers(lib, name):
+    """The model's non-parameter buffers (RoPE inv_freq pairs, one per attention type where the model
+    builds one rotary embedding per layer type; a scaled embedding's scale; routers' correction
+    biases), in fp32, against the meta-device model's named_buffers."""
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    entry = json.loads(open(catalog()[name], encoding="utf-8").read())
+    cfg = dict(entry["config"])
+    if cfg.get("model_type") == "deepseek_v3":
+        cfg.pop("quantization_config", None)
+    cfg.pop("auto_map", None)
+    mt = cfg.pop("model_type")
+    try:
+        config = transformers.AutoConfig.for_model(mt, **cfg)
+    except Exception as e:  # model type unknown to this transformers version
+        pytest.skip(f"transformers cannot build {mt}: {e}")
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    expected = sum(b.numel() * b.element_size() for b in model.buffers())
+    est = vramsym.estimate(vramsym.load_model(name), "inference", {"precision": "fp32"}, {"batch": 1, "seq": 1},
+                           library=lib)
+    assert next(c for c in est.all_components if c.name == "model_buffers").bytes == expected

@@ -469,9 +469,9 @@ def _rule_alternate(cfg, L, r):
 
 
 def _rule_every_nth_global(cfg, L, r):
-    """Every period-th layer (1-based) is global, the others slide."""
+    """Every period-th layer (1-based) is global, the others slide (the period from a config field, or fixed)."""
     d = r["default_period"]
-    period = _int(cfg.get(r["period_from"]), d) or d
+    period = _int(cfg.get(r["period_from"]), d) or d if "period_from" in r else d
     return L - L // period
 
 
