@@ -519,3 +519,52 @@ def test_fuzz_gguf_headers(tmp_path_factory, cut, flips):
         assert "bad.gguf" in str(e), str(e)
         return
     assert m.checkpoint["weight_bytes"] <= len(raw)
+
+
+# ---- a config.json alone that declares its quantization (issue 24: never a silent dense count) ----
+
+TINY_GPT_OSS = {"model_type": "gpt_oss", "hidden_size": 64, "intermediate_size": 64, "num_hidden_layers": 2,
+                "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "num_local_experts": 4,
+                "num_experts_per_tok": 2, "vocab_size": 128, "sliding_window": 8,
+                "layer_types": ["sliding_attention", "full_attention"], "tie_word_embeddings": False,
+                "quantization_config": {"quant_method": "mxfp4",
+                                        "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                                                   "model.embed_tokens", "lm_head"]}}
+
+
+def test_a_config_that_declares_mxfp4_counts_its_experts_in_mxfp4(tmp_path, capsys):
+    """gpt-oss's config.json declares quant_method mxfp4: read as dense it was 2.7x its checkpoint.
+    The routed experts' matrices are counted in MXFP4 (4.25 bits), everything else 16-bit, and the
+    notes say the format came from the config; --quant none still counts the dense model."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(TINY_GPT_OSS))
+    data = estimate_json(capsys, "--model", str(path))
+    assert data["options"]["quant"] == "mxfp4"
+    assert any("quant_method mxfp4" in n and "config.json only" in n for n in data["notes"])
+    dense = estimate_json(capsys, "--model", str(path), "--quant", "none")
+    h, i_moe, e, layers = 64, 64, 4, 2
+    experts = layers * e * 3 * h * i_moe           # gate_up (2I x h) and down (h x I) per expert
+    assert weights_of(dense) - weights_of(data) == experts * 2 - experts * 17 // 32
+    no_qc = dict(TINY_GPT_OSS)
+    del no_qc["quantization_config"]
+    path.write_text(json.dumps(no_qc))
+    assert estimate_json(capsys, "--model", str(path))["options"]["quant"] == "none"
+
+
+def test_a_config_that_declares_gptq_reads_its_group_size(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(dict(TINY, quantization_config={"quant_method": "gptq", "bits": 4, "group_size": 32})))
+    data = estimate_json(capsys, "--model", str(path))
+    assert data["options"]["quant"] == "gptq"
+    m = vramsym.load_model(str(path))
+    assert m.config["ckpt_group_size"] == 32
+
+
+@pytest.mark.parametrize("qc", [{"quant_method": "hqq"}, {"quant_method": "gptq", "bits": 3}, "mxfp4"])
+def test_a_config_that_declares_a_format_without_a_formula_warns(tmp_path, capsys, qc):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(dict(TINY, quantization_config=qc)))
+    data = estimate_json(capsys, "--model", str(path))
+    assert data["options"]["quant"] == "none"
+    warning = [n for n in data["notes"] if "WARNING: the weights are counted unquantized" in n]
+    assert len(warning) == 1 and "headers" not in warning[0]

@@ -138,7 +138,7 @@ def test_every_rule_in_the_data_is_known_and_cited():
                 assert r.get("source"), (mt, key, r)
                 seen.add(r["rule"])
                 # the parameters each rule reads are present
-                need = {"every_nth_global": ("period_from", "default_period"), "after_max_window_layers": ("from",),
+                need = {"every_nth_global": ("default_period",), "after_max_window_layers": ("from",),
                         "layer_types": ("from", "match"), "first_k_dense": ("k_from", "freq_from"),
                         "sparse_step": ("step_from", "except_from")}.get(r["rule"], ())
                 assert all(k in r for k in need), (mt, r)
@@ -233,7 +233,7 @@ def test_quantization_notes():
     assert quant({"quant_method": "gptq", "bits": 8})[2] == [
         "gptq with 8 bits has no formula in formulas/dtypes.vram: weights from the headers only"]
     assert quant({"quant_method": "bitsandbytes"})[2] == [
-        "bitsandbytes quantization_config loads neither 4- nor 8-bit: ignored"]
+        "bitsandbytes quantization_config loads neither 4- nor 8-bit: weights from the headers only"]
     assert quant({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 2}}}})[2] == [
         "compressed-tensors weights of 2 bits (unknown type) have no formula in formulas/dtypes.vram: "
         "weights from the headers only"]

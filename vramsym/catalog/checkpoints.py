@@ -299,23 +299,26 @@ def _holds(clause: dict, scope: dict, values: dict) -> bool:
     return all(values.get(k) == v for k, v in clause.get("equals", {}).items())
 
 
-def quantization(config: dict, tensors) -> tuple:
+def quantization(config: dict, tensors, confirm: bool = True) -> tuple:
     """(quant choice or None, group size or None, notes) for a checkpoint's ``quantization_config``,
-    by the table in formulas/quantization.json, confirmed against its tensors' names and dtypes."""
+    by the table in formulas/quantization.json, confirmed against its tensors' names and dtypes
+    (``confirm``; a config.json given alone has no tensors to confirm it by, and its notes say so:
+    a method without a formula is a WARNING that the weights are counted unquantized)."""
     qc = config.get("quantization_config")
+    unread = (": weights from the headers only" if confirm else
+              ": WARNING: the weights are counted unquantized (config.json only; --quant picks a format)")
     if qc is None:
         return None, None, []
     if not isinstance(qc, dict):
-        return None, None, ["quantization_config is not an object: ignored (weights from the headers)"]
+        return None, None, ["quantization_config is not an object" + unread]
     method = str(qc.get("quant_method", "")).lower()
     spec = _quant_table().get(method)
     if not isinstance(spec, dict):
         shown = method or repr(qc.get("quant_method"))
-        return None, None, [f"quantization method '{shown[:40]}' has no formula in formulas/dtypes.vram: "
-                            f"weights from the headers only"]
+        return None, None, [f"quantization method '{shown[:40]}' has no formula in formulas/dtypes.vram" + unread]
     scope = _scope(qc, spec.get("scope", []))
     if scope is None:
-        return None, None, [spec["no_scope"]]
+        return None, None, [spec["no_scope"] + unread]
     values, shown = {}, {"method": method}
     for var, r in spec.get("read", {}).items():
         v = _first_present(scope, r["keys"])
@@ -329,7 +332,7 @@ def quantization(config: dict, tensors) -> tuple:
         if all(_holds(c, scope, values) for c in case.get("when", [])):
             break
     else:
-        return None, None, [spec["otherwise"].format(**shown)]
+        return None, None, [spec["otherwise"].format(**shown) + unread]
     choice, group, notes = case["quant"], None, []
     gs = case.get("group_size")
     if gs is not None:
@@ -337,6 +340,10 @@ def quantization(config: dict, tensors) -> tuple:
         group = _int_or_none(raw)
         if group is None and "note_if_unset" in gs:
             notes.append(gs["note_if_unset"].format_map({**shown, "group_size": raw}))
+    if not confirm:
+        return choice, group, notes + [f"quantization_config (quant_method {method}) selects quant={choice}: the "
+                                       f"weights are counted in that format (config.json only, no weight files "
+                                       f"to confirm it; --quant none counts them unquantized)"]
     return choice, group, notes + _confirm(choice, tensors, _tensor_test(case["confirm"]), case["confirm"]["what"])
 
 

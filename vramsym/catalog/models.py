@@ -13,7 +13,7 @@ import json
 import os
 
 from ..errors import InputError, suggest
-from .checkpoints import read_folder
+from .checkpoints import quantization, read_folder
 from .gguf_file import read_gguf_model
 from .hub import is_hub_id, load_hub
 from .paths import formulas_path, open_member, read_text
@@ -215,10 +215,27 @@ def _spec(config: dict, name: str, source: str, hf_id=None, published=None, fiel
         cfg.setdefault(k, v)
     cfg.update(_derived(cfg, arch))
     cfg.update(fields or {})
+    if "ckpt_quant" not in cfg and cfg.get("quantization_config") is not None:
+        cfg.update(_declared_quant(cfg, notes))
     notes += list(extra_notes)
     return ModelSpec(name=name, config=cfg, source=source, hf_id=hf_id, published_params=published,
                      notes=tuple(notes), raw_config=dict(config), checkpoint=checkpoint, approximate=approximate,
                      assume=assume)
+
+
+def _declared_quant(cfg: dict, notes: list) -> dict:
+    """A config.json whose quantization_config names a method (gpt-oss's mxfp4, GPTQ, AWQ, FP8, ...)
+    describes weights stored in that format: the fields that select its quant formulas (the same
+    table as a checkpoint's, formulas/quantization.json, without headers to confirm it), with a
+    note that says so; a method without a formula is a note too, never a silent dense count."""
+    quant, group, qnotes = quantization(cfg, (), confirm=False)
+    notes += qnotes
+    fields = {}
+    if quant is not None:
+        fields["ckpt_quant"] = quant
+    if group is not None:
+        fields["ckpt_group_size"] = group
+    return fields
 
 
 def unmodelled(model: ModelSpec, components, values=None) -> str | None:
