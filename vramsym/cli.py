@@ -256,7 +256,7 @@ def _print_json(data) -> None:
 def cmd_estimate(args, vocabulary):
     model = _load_model(args)
     inputs, opts = _inputs(args, vocabulary.interface), _options(args)
-    capacity = vramsym.resolve_capacity(args.gpu)[0] if args.gpu else None
+    capacity, cap_desc = vramsym.resolve_capacity(args.gpu) if args.gpu else (None, None)
     r = vramsym.compile(model, args.regime, opts, formulas=args.formulas, vocabulary=vocabulary)
     _warn_unused(r, args, vocabulary.interface)
     if capacity is not None:
@@ -276,9 +276,9 @@ def cmd_estimate(args, vocabulary):
             data["heuristics"].append({"regime": name, "description": h.regime.description,
                                        "total_bytes": h.evaluate(ins).total_bytes})
     if args.json:
-        _print_json(with_capacity(data, capacity))
+        _print_json(with_capacity(data, capacity, cap_desc))
     else:
-        print_estimate(data, args.unit, sys.stdout, capacity)
+        print_estimate(data, args.unit, sys.stdout, capacity, cap_desc)
     return ExitStatus.OK
 
 

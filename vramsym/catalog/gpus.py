@@ -66,7 +66,14 @@ def resolve_capacity(text: str) -> tuple[int, str]:
             raise InputError(f"'{t}' has no unit and is not a GPU name: write {t}GB (10^9 bytes) or "
                              f"{t}GiB (2^30 bytes), or a GPU name (`vramsym gpus`)") from None
         raise
-    return g.capacity_bytes, f"{g.name} ({g.memory_mib:,} MiB as reported by the driver)"
+    how = ("as reported by the driver" if g.source.startswith("driver report")
+           else "its marketed size in MiB (no driver report recorded)")
+    desc = f"{g.name}, {g.marketed}: {g.memory_mib:,} MiB {how}"
+    key = _norm(t)
+    others = [o.name for o in catalog() if o.name != g.name and _norm(o.name).startswith(key)]
+    if others and _norm(g.name) != key:
+        desc += f"; '{t}' is read as {g.name}, name {', '.join(others)} for the other card{'s' if len(others) > 1 else ''}"
+    return g.capacity_bytes, desc
 
 
 def gpu_inputs(text) -> dict:

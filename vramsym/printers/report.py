@@ -42,10 +42,11 @@ def _layout(est):
     return layout_of(est)
 
 
-def with_capacity(data: dict, capacity: int | None) -> dict:
+def with_capacity(data: dict, capacity: int | None, cap_desc: str | None = None) -> dict:
     if capacity is None:
         return data
-    return dict(data, capacity_bytes=capacity, fits=data["total_bytes"] <= capacity,
+    return dict(data, capacity_bytes=capacity, **({"capacity": cap_desc} if cap_desc else {}),
+                fits=data["total_bytes"] <= capacity,
                 fits_worst_case=data["high_bytes"] <= capacity, headroom_bytes=capacity - data["total_bytes"])
 
 
@@ -63,7 +64,7 @@ def _sizes(n: int, unit: str | None) -> str:
     return fmt_bytes(n, unit) if unit else fmt_both(n)
 
 
-def print_estimate(data: dict, unit: str | None, out, capacity: int | None = None) -> None:
+def print_estimate(data: dict, unit: str | None, out, capacity: int | None = None, cap_desc: str | None = None) -> None:
     params = f" ({data['params']:,} parameters)" if data.get("params") is not None else ""
     print(f"model {data['model']}{params}, regime {data['regime']}: {data['description']}", file=out)
     print("options: " + ", ".join(f"{k}={v}" for k, v in data["options"].items()), file=out)
@@ -115,7 +116,8 @@ def print_estimate(data: dict, unit: str | None, out, capacity: int | None = Non
         verdict = "fits" if head >= 0 else "does NOT fit"
         if head >= 0 and hi != data["total_bytes"]:
             verdict += " even in the worst case" if hi <= capacity else " at the point figure, but may not fit in the worst case"
-        print(f"capacity {capacity:,} B: {verdict}, headroom {head:,} B ({_sizes(abs(head), unit)}"
+        named = f" ({cap_desc})" if cap_desc and not cap_desc[:1].isdigit() else ""
+        print(f"capacity {capacity:,} B{named}: {verdict}, headroom {head:,} B ({_sizes(abs(head), unit)}"
               f"{'' if head >= 0 else ' short'})", file=out)
     for hrow in data.get("heuristics", []):
         print(f"rule of thumb, not derived: {hrow['description']}: {hrow['total_bytes']:,} B = "
