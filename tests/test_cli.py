@@ -296,3 +296,28 @@ def test_falcon_multi_query_reads_one_kv_head(tmp_path, capsys):
     p.write_text(json.dumps(dict(cfg, new_decoder_architecture=True, num_kv_heads=2)))
     code, out, err = run(capsys, "estimate", "--model", str(p), "--batch", "1", "--seq", "8")
     assert code == ExitStatus.BAD_INPUT and "'new_decoder_architecture'" in err
+
+
+@pytest.mark.parametrize("gpu,card,others", [("a100", "a100-40gb", ["a100-80gb"]),
+                                             ("h100", "h100-sxm-80gb", ["h100-pcie-80gb", "h100-nvl-94gb"]),
+                                             ("rtx-4090", "rtx-4090", []),
+                                             ("rtx-4060", "rtx-4060", []),
+                                             ("rtx-5060-ti", "rtx-5060-ti-16gb", ["rtx-5060-ti-8gb"])])
+def test_estimate_names_the_card_a_gpu_name_resolved_to(capsys, gpu, card, others):
+    """Issue 24: `--gpu a100` picked the 40 GB card without saying so. The estimate names the card
+    (text and --json), and a name that other cards' names begin with says which it was read as."""
+    code, out, _ = run(capsys, "estimate", "--model", "llama-3.1-8b", "--batch", "1", "--seq", "1024", "--gpu", gpu,
+                       "--json")
+    assert code == ExitStatus.OK
+    desc = json.loads(out)["capacity"]
+    assert desc.startswith(card + ",")
+    assert all(o in desc for o in others)
+    assert (f"'{gpu}' is read as {card}" in desc) == bool(others)
+    code, out, _ = run(capsys, "estimate", "--model", "llama-3.1-8b", "--batch", "1", "--seq", "1024", "--gpu", gpu)
+    assert f"({card}, " in next(line for line in out.splitlines() if line.startswith("capacity "))
+
+
+def test_a_card_without_a_driver_report_says_its_size_is_the_marketed_one(capsys):
+    _, desc = __import__("vramsym").resolve_capacity("rtx-5080")
+    assert "16,384 MiB its marketed size in MiB (no driver report recorded)" in desc
+    assert "as reported by the driver" in __import__("vramsym").resolve_capacity("rtx-4090")[1]
