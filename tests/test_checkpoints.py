@@ -568,3 +568,44 @@ def test_a_config_that_declares_a_format_without_a_formula_warns(tmp_path, capsy
     assert data["options"]["quant"] == "none"
     warning = [n for n in data["notes"] if "WARNING: the weights are counted unquantized" in n]
     assert len(warning) == 1 and "headers" not in warning[0]
+
+
+# ---- llama.cpp from a config and --quant, no GGUF file (issue 24) ----
+
+def _use_more_bits(i, n):
+    """llama.cpp src/llama-quant.cpp use_more_bits, with C++ integer division."""
+    return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+
+
+def _gguf_bytes(cfg, quant):
+    """The GGUF tensors of a Llama config enumerated one by one with llama-quantize's rules for the
+    file types Q8_0, Q4_0 and Q4_K_M (an independent count of what the formulas sum): (GPU, host)."""
+    rate = {"q8_0": 34 / 32, "q4_0": 18 / 32, "q4_k_m": 144 / 256, "q6_k": 210 / 256}
+    h, i_ff, n, v = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"], cfg["vocab_size"]
+    d = h // cfg["num_attention_heads"]
+    kv = cfg["num_key_value_heads"] * d
+    out = rate["q6_k"] if quant in ("q4_0", "q4_k_m") else rate[quant]
+    gpu = v * h * out + (n * 2 * h + h) * 4                      # output, the F32 norms
+    for i in range(n):
+        more = quant == "q4_k_m" and _use_more_bits(i, n)
+        gpu += (h * h + h * kv + h * h + 2 * h * i_ff) * rate[quant]          # q, k, o, gate, up
+        gpu += (h * kv + i_ff * h) * (rate["q6_k"] if more else rate[quant])  # v, down
+    host = v * h * (out if cfg["tie_word_embeddings"] else rate[quant])
+    return gpu, host
+
+
+@pytest.mark.parametrize("quant", ["q8_0", "q4_0", "q4_k_m"])
+@pytest.mark.parametrize("layers,tie", [(32, False), (9, True), (1, False)])
+def test_llama_cpp_from_a_config_counts_the_gguf_tensor_types(tmp_path, capsys, quant, layers, tie):
+    """`--regime llama_cpp` on a config.json with --quant failed ('missing value for W_file'): the
+    GGUF's tensors are counted from the config in the types llama-quantize gives them (Q4_K_M: Q6_K
+    for the output and for attn_v and ffn_down of the use_more_bits layers), to the byte of an
+    independent per-tensor enumeration."""
+    cfg = dict(TINY, hidden_size=256, intermediate_size=512, num_hidden_layers=layers, num_attention_heads=4,
+               num_key_value_heads=2, vocab_size=512, tie_word_embeddings=tie)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    data = estimate_json(capsys, "--model", str(path), "--regime", "llama_cpp", "--quant", quant)
+    got = {c["name"]: c["bytes"] for c in data["components"]}
+    gpu, host = _gguf_bytes(cfg, quant)
+    assert got["lcpp_weights"] == int(gpu) and got["lcpp_weights_host"] == int(host)

@@ -319,5 +319,5 @@ def test_estimate_names_the_card_a_gpu_name_resolved_to(capsys, gpu, card, other
 
 def test_a_card_without_a_driver_report_says_its_size_is_the_marketed_one(capsys):
     _, desc = __import__("vramsym").resolve_capacity("rtx-5080")
-    assert "16,384 MiB its marketed size in MiB (no driver report recorded)" in desc
+    assert "16,384 MiB (the marketed size read as GiB; no driver report recorded)" in desc
     assert "as reported by the driver" in __import__("vramsym").resolve_capacity("rtx-4090")[1]

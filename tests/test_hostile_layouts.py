@@ -258,7 +258,7 @@ def test_min_gpus_api_with_a_fixed_tensor_degree():
 # ---- 3. a symbol read only from a checkpoint's headers ----
 
 @pytest.mark.parametrize("flags,needles", [
-    (["--regime", "llama_cpp"], ["regime llama_cpp needs a checkpoint"]),
+    (["--regime", "llama_cpp", "--weights-source", "file"], ["regime llama_cpp with --weights-source file needs a checkpoint"]),
     (["--weights-source", "file"], ["regime inference with --weights-source file needs a checkpoint"]),
 ])
 def test_a_catalog_model_where_a_checkpoint_is_needed_says_so(capsys, flags, needles):

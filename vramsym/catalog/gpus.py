@@ -67,7 +67,7 @@ def resolve_capacity(text: str) -> tuple[int, str]:
                              f"{t}GiB (2^30 bytes), or a GPU name (`vramsym gpus`)") from None
         raise
     how = ("as reported by the driver" if g.source.startswith("driver report")
-           else "its marketed size in MiB (no driver report recorded)")
+           else "(the marketed size read as GiB; no driver report recorded)")
     desc = f"{g.name}, {g.marketed}: {g.memory_mib:,} MiB {how}"
     key = _norm(t)
     others = [o.name for o in catalog() if o.name != g.name and _norm(o.name).startswith(key)]
