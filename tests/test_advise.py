@@ -13,7 +13,7 @@ BASE = ["--model", "llama-3.1-8b", "--batch", "16", "--seq", "8192", "--gpu", "2
 
 @pytest.fixture(scope="module")
 def inference_advice():
-    code, out, err = run_cli(["advise", *BASE, "--json"])
+    code, out, err = run_cli(["advise", *BASE, "--allow-smaller", "--json"])
     assert code == 0, err
     return json.loads(out)
 
@@ -96,7 +96,7 @@ def test_training_advice_reaches_one_gpu():
 
 
 def test_the_text_output_names_the_best_change_and_its_command():
-    code, out, err = run_cli(["advise", *BASE])
+    code, out, err = run_cli(["advise", *BASE, "--allow-smaller"])
     assert code == 0, err
     assert "does not fit" in out and "best: " in out and "vramsym estimate --model llama-3.1-8b" in out
     assert "d total / d batch" in out
@@ -112,3 +112,35 @@ def test_bad_input_is_exit_1_with_a_sentence(argv, needle):
     code, out, err = run_cli(argv)
     assert code == 1, (code, out, err)
     assert needle.lower() in err.lower() and "Traceback" not in err
+
+
+LORA_ONE_GPU = ["advise", "--model", "llama-3.1-8b", "--regime", "lora", "--batch", "4", "--seq", "2048",
+                "--gpu", "rtx-4090", "--json"]
+
+
+def test_advise_stays_within_the_job_it_was_given():
+    """Issue 24: a single-GPU LoRA user was told to use 8 GPUs, and a sequence of 30 came second. By
+    default nothing needs more GPUs than the job has or a smaller batch or sequence than asked; what
+    was left out for that is in `problems`, with the flag that allows it."""
+    code, out, err = run_cli(LORA_ONE_GPU)
+    assert code == 0, err
+    d = json.loads(out)
+    assert not any("layout" in r for r in d["changes"])
+    for r in d["changes"]:
+        solved = r.get("solved", {})
+        assert solved.get("batch", 4) >= 4 and solved.get("seq", 2048) >= 2048, r
+    left = {p["change"]: p["error"] for p in d["problems"]}
+    assert "--allow-gpus" in left["fewest GPUs that hold it"]
+    assert "--allow-smaller" in left["largest sequence length that fits"]
+    assert any(r["fits"] for r in d["changes"])            # checkpointing and a fused loss fit one card
+
+
+def test_advise_proposes_more_gpus_and_less_when_allowed():
+    code, out, err = run_cli([*LORA_ONE_GPU, "--allow-gpus", "8", "--allow-smaller"])
+    assert code == 0, err
+    d = json.loads(out)
+    layout = next(r for r in d["changes"] if "layout" in r)
+    assert 1 < layout["layout"]["gpus"] <= 8
+    assert any(r.get("solved", {}).get("seq", 2048) < 2048 for r in d["changes"])
+    code, out, err = run_cli([*LORA_ONE_GPU, "--allow-gpus", "4"])
+    assert not any("layout" in r and r["layout"]["gpus"] > 4 for r in json.loads(out)["changes"])

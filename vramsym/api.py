@@ -106,13 +106,16 @@ def catalog_gpus() -> list:
 
 
 def advise(model, regime: str = "inference", options=None, inputs=None, gpu="24GB", model_ref=None,
-           formulas=(), vocabulary=None) -> dict:
+           formulas=(), vocabulary=None, allow_gpus=None, allow_smaller=False) -> dict:
     """The changes that make a configuration fit ``gpu`` (a size such as '24GB' or a GPU name), ranked:
     ``{"total_bytes", "capacity_bytes", "fits", "headroom_bytes", "changes": [{change, args, argv,
     total_bytes, capacity_bytes, fits, headroom_bytes, saved_bytes, cost_rank, throughput, quality,
     source}, ...], "sensitivity": {...}, "problems": [...], "estimate": Estimate}``. ``argv`` is the
     ``vramsym estimate`` command that gives the row's ``total_bytes``; ``args`` the flags that change.
-    From compiled regimes; sympy only for a sensitivity that is not in the user cache."""
+    From compiled regimes; sympy only for a sensitivity that is not in the user cache.
+    Within the job's constraints: no layout of more GPUs than ``allow_gpus`` (default: the job's own
+    count), and no batch or sequence below the one given unless ``allow_smaller``; the changes left
+    out for them are listed in ``problems``."""
     if isinstance(model, str):
         model_ref = model_ref or model
         model = load_model(model, formulas)
@@ -120,7 +123,7 @@ def advise(model, regime: str = "inference", options=None, inputs=None, gpu="24G
     capacity = resolve_capacity(gpu)[0] if not isinstance(gpu, int) else gpu
     req = Request(model, model_ref or model.source, regime, dict(options or {}),
                   {k: str(v) for k, v in dict(inputs or {}).items()}, str(gpu), vocabulary, formulas)
-    res = _advise(req, capacity)
+    res = _advise(req, capacity, allow_gpus=allow_gpus, allow_smaller=allow_smaller)
     res["sensitivity"] = _sens(res["estimate"], vocabulary=vocabulary)
     return res
 

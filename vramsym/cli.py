@@ -68,9 +68,9 @@ COMMANDS = [
      ["vramsym measure --model llama-3.2-1b --regime train --precision fp32 --batch 1 --seq 256"]),
     ("advise", "what to change so that a job fits: changes ranked by what they cost, each with its new total, "
                "headroom and the flags that reproduce it; d total / d batch and d total / d seq",
-     ("model", "regime", "inputs", "options", "gpu", "output"),
+     ("model", "regime", "inputs", "options", "gpu", "advise", "output"),
      ["vramsym advise --model llama-3.1-8b --regime train --precision mixed-bf16 --batch 4 --seq 2048 --gpu rtx-4090",
-      "vramsym advise --model llama-3.1-8b --batch 16 --seq 8192 --gpu 24GB --json"]),
+      "vramsym advise --model llama-3.1-8b --batch 16 --seq 8192 --gpu 24GB --allow-smaller --json"]),
     ("plot", "a picture: the components stacked against one input with capacity lines and the solved limits, "
              "or (--map) the total over batch x sequence with the exact fits frontier (needs vramsym[plot])",
      ("model", "regime", "inputs", "options", "plot", "output"),
@@ -128,6 +128,9 @@ STATIC_GROUPS = {
                Flag("--free", default="batch,seq", help="with --model: symbols left as arguments (default batch,seq)")],
     "measure": [Flag("--real", "bool", help="allocate real CPU tensors instead of FakeTensorMode (tiny models only)"),
                 Flag("--decode-steps", default="4", help="inference: decode steps after the prefill (default 4)")],
+    "advise": [Flag("--allow-gpus", metavar="N", help="propose layouts of up to N GPUs (default: the job's own "
+                                                     "count, --gpus or 1)"),
+               Flag("--allow-smaller", "bool", help="propose a batch or sequence below the one given")],
     "plot": [Flag("--vary", choices=["batch", "seq", "lora_rank", "gpus"], default="batch",
                   help="the input on the x axis (default batch)"),
              Flag("--from", dest="x_from", metavar="N", default="1", help="first value of --vary (default 1)"),
@@ -508,8 +511,10 @@ def cmd_check(args, vocabulary):
 def cmd_advise(args, vocabulary):
     capacity, cap_desc = vramsym.resolve_capacity(args.gpu)
     model = _load_model(args)
+    allow = _int(args.allow_gpus, "--allow-gpus") if args.allow_gpus is not None else None
     res = vramsym.advise(model, args.regime, _options(args), _inputs(args, vocabulary.interface), args.gpu,
-                         model_ref=args.model, formulas=args.formulas, vocabulary=vocabulary)
+                         model_ref=args.model, formulas=args.formulas, vocabulary=vocabulary,
+                         allow_gpus=allow, allow_smaller=args.allow_smaller)
     if args.json:
         _print_json({**{k: v for k, v in res.items() if k != "estimate"},
                      "approximate": model.approximate is not None, "approximate_reason": model.approximate})

@@ -123,7 +123,18 @@ def _row(change: dict, base: Request, new: Request, est, capacity: int, base_tot
     return row
 
 
-def _solve_row(change: dict, base: Request, r, capacity: int, base_total: int):
+class Outside(Exception):
+    """A change that needs what the user did not allow (more GPUs, a smaller batch or sequence)."""
+
+
+def _given_int(req: Request, name: str):
+    try:
+        return int(str(req.inputs[name]))
+    except (KeyError, ValueError):
+        return None
+
+
+def _solve_row(change: dict, base: Request, r, capacity: int, base_total: int, allow_gpus=None, allow_smaller=False):
     what = change["solve"]
     if what == "gpus":
         if r.regime.symbol("gpus") is None or any(k in base.inputs for k in ("gpus", "n_gpu")):
@@ -132,6 +143,9 @@ def _solve_row(change: dict, base: Request, r, capacity: int, base_total: int):
         est, lay = min_gpus(r, capacity, ins)["best"]
         if lay["gpus"] <= 1:
             return None
+        if lay["gpus"] > (allow_gpus or 1):
+            raise Outside(f"needs {lay['gpus']} GPUs; the job has {allow_gpus or 1} (--allow-gpus {lay['gpus']} "
+                          f"proposes it)")
         set_ = {"gpus": lay["gpus"], "tp": lay["tp"], "pp": lay["pp"], "zero": lay["zero"]}
         new = base.derived(inputs={k: v for k, v in set_.items() if not (k in ("tp", "pp") and v == 1
                                                                           and k not in base.inputs)})
@@ -141,6 +155,9 @@ def _solve_row(change: dict, base: Request, r, capacity: int, base_total: int):
     new, value = _solved(base, r, what, capacity)
     if str(base.inputs.get(what)) == str(value):
         return None
+    asked = _given_int(base, what)
+    if not allow_smaller and asked is not None and value < asked:
+        raise Outside(f"{what} {value} is below the {asked} asked (--allow-smaller proposes it)")
     return _row(change, base, new, new.evaluate()[1], capacity, base_total, {"solved": {what: value}})
 
 
@@ -173,22 +190,25 @@ def sensitivity(est, names=("batch", "seq"), library=None, vocabulary=None) -> d
                             lambda hit: isinstance(hit, dict) and set(hit) == set(syms))
 
 
-def advise(req: Request, capacity: int) -> dict:
+def advise(req: Request, capacity: int, allow_gpus=None, allow_smaller=False) -> dict:
     """The changes that make ``req`` fit ``capacity`` (bytes), ranked: those that fit first, by what
-    they cost (``cost_rank``) and then by bytes saved; then those that do not fit, by bytes saved."""
+    they cost (``cost_rank``) and then by bytes saved; then those that do not fit, by bytes saved.
+    Within the job's constraints: at most ``allow_gpus`` GPUs (default: the job's own count) and,
+    unless ``allow_smaller``, no batch or sequence below the one given (left out with the reason)."""
     r, est = req.evaluate()
     base_total = est.total_bytes
     rows, problems = [], []
+    allow_gpus = allow_gpus or _given_int(req, "gpus") or _given_int(req, "n_gpu") or 1
     for change in catalog():
         try:
             if "solve" in change:
-                row = _solve_row(change, req, r, capacity, base_total)
+                row = _solve_row(change, req, r, capacity, base_total, allow_gpus, allow_smaller)
             else:
                 if not _applies(change, req, r):
                     continue
                 new = req.apply(change)
                 row = _row(change, req, new, new.evaluate()[1], capacity, base_total)
-        except (DoesNotFit, InputError, SolveError) as e:     # this change cannot be made here: say why
+        except (DoesNotFit, InputError, SolveError, Outside) as e:     # this change cannot be made here: say why
             problems.append({"change": change["change"], "error": str(e)})
             continue
         if row is not None and row["saved_bytes"] > 0:
@@ -196,7 +216,7 @@ def advise(req: Request, capacity: int) -> dict:
     combined = None
     if not any(x["fits"] for x in rows if "solved" not in x and "layout" not in x):
         # no single change fits at this batch and sequence on one GPU: combine them
-        combined = _combine(req, rows, capacity, base_total)
+        combined = _combine(req, rows, capacity, base_total, allow_smaller)
         if combined:
             rows.append(combined)
     rows.sort(key=lambda x: (not x["fits"], x["cost_rank"] if x["fits"] else 0, -x["saved_bytes"]))
@@ -204,7 +224,7 @@ def advise(req: Request, capacity: int) -> dict:
             "headroom_bytes": capacity - base_total, "estimate": est, "changes": rows, "problems": problems}
 
 
-def _combine(req: Request, rows: list, capacity: int, base_total: int):
+def _combine(req: Request, rows: list, capacity: int, base_total: int, allow_smaller=False):
     """The option / regime changes with the largest savings, added one at a time until the job fits."""
     cats = {c["change"]: c for c in catalog()}
     singles = sorted((x for x in rows if "solved" not in x and "layout" not in x), key=lambda x: -x["saved_bytes"])
@@ -231,7 +251,8 @@ def _combine(req: Request, rows: list, capacity: int, base_total: int):
         return None
     r, est = cur.evaluate()
     extra = {"combined": [c["change"] for c in names]}
-    if est.total_bytes > capacity and r.regime.symbol("batch") is not None:
+    asked = _given_int(req, "batch")
+    if est.total_bytes > capacity and r.regime.symbol("batch") is not None and (allow_smaller or asked is None):
         try:
             cur, value = _solved(cur, r, "batch", capacity)
         except (DoesNotFit, InputError, SolveError):

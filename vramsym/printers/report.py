@@ -215,3 +215,6 @@ def print_advice(d: dict, cap_desc: str, unit: str | None, out) -> None:
             print(f"best: {c['change']}: {c['throughput']}; quality: {c['quality']}", file=out)
             print(f"  vramsym {' '.join(c['argv'])}", file=out)
             break
+    for p in d.get("problems", []):
+        if "--allow-" in p["error"]:
+            print(f"left out: {p['change']}: {p['error']}", file=out)
