@@ -14,6 +14,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 import vramsym
+from vramsym.catalog.models import _spec
 
 HERE = os.path.dirname(__file__)
 
@@ -178,3 +179,20 @@ def test_mamba_prefill_against_a_measurement(tmp_path, mt, over, b, s, precision
     if mt != "jamba":
         assert err == 0, r["rows"]
 
+
+
+@pytest.mark.parametrize("extra", [{}, {"time_step_rank": "auto"}, {"time_step_rank": 7}])
+def test_mamba_time_step_rank_auto_is_ceil_h_over_16(extra):
+    """A Mamba config.json without time_step_rank, or with its default 'auto', was refused ('missing
+    value for ssm_dt_rank'); transformers reads both as ceil(hidden_size / 16). Parameters exact
+    against the meta-device model."""
+    transformers = pytest.importorskip("transformers")
+    torch = pytest.importorskip("torch")
+    cfg = dict(model_type="mamba", hidden_size=96, num_hidden_layers=2, vocab_size=100, **extra)
+    est = vramsym.estimate(_spec(dict(cfg), "tiny-mamba", "tests/test_recurrent.py"), "inference",
+                           {"precision": "fp32", "overhead": "none"}, {"batch": 1, "seq": 8})
+    with torch.device("meta"):
+        model = transformers.MambaForCausalLM(transformers.MambaConfig(hidden_size=96, num_hidden_layers=2,
+                                                                       vocab_size=100, **extra))
+    assert next(c.bytes for c in est.all_components if c.name == "weights") == \
+        4 * sum(p.numel() for p in model.parameters())

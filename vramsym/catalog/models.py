@@ -456,7 +456,7 @@ def _applies(rule: dict, cfg: dict) -> bool:
     """Whether a rule's condition holds: ``if_present`` (one of the keys is in the config, even
     null), ``if_list`` (the field is a list), ``if_set`` (the field is set: not missing, null, 0,
     false or empty), ``unless_set`` (the field is missing, null, 0, false or empty), ``if_not_equal``
-    ({field: value}: the config's field is not that value)."""
+    ({field: value}: the config's field is not that value), ``if_equal`` ({field: value}: it is)."""
     if "if_present" in rule and not any(k in cfg for k in rule["if_present"]):
         return False
     if "if_set" in rule and not _set(cfg.get(rule["if_set"])):
@@ -466,6 +466,8 @@ def _applies(rule: dict, cfg: dict) -> bool:
     if "unless_set" in rule and cfg.get(rule["unless_set"]):
         return False
     if "if_not_equal" in rule and any(cfg.get(k) == v for k, v in rule["if_not_equal"].items()):
+        return False
+    if "if_equal" in rule and not all(cfg.get(k) == v for k, v in rule["if_equal"].items()):
         return False
     return True
 
