@@ -321,3 +321,14 @@ def test_a_card_without_a_driver_report_says_its_size_is_the_marketed_one(capsys
     _, desc = __import__("vramsym").resolve_capacity("rtx-5080")
     assert "16,384 MiB (the marketed size read as GiB; no driver report recorded)" in desc
     assert "as reported by the driver" in __import__("vramsym").resolve_capacity("rtx-4090")[1]
+
+
+@pytest.mark.parametrize("batch,verdict", [("1", "fits: "), ("64", "does NOT fit: ")])
+def test_estimate_with_a_gpu_answers_first(capsys, batch, verdict):
+    """Issue 24: the first line is the verdict, the number and the card."""
+    code, out, _ = run(capsys, "estimate", "--model", "llama-3.1-8b", "--batch", batch, "--seq", "4096",
+                       "--gpu", "rtx-4090", "--unit", "GiB")
+    assert code == ExitStatus.OK
+    first = out.splitlines()[0]
+    assert first.startswith(verdict) and first.endswith(" GiB on rtx-4090 (24,564 MiB)"), first
+    assert " of 23.99 GiB" in first

@@ -65,6 +65,12 @@ def _sizes(n: int, unit: str | None) -> str:
 
 
 def print_estimate(data: dict, unit: str | None, out, capacity: int | None = None, cap_desc: str | None = None) -> None:
+    if capacity is not None:          # the answer first: the verdict, the number, the card
+        card = ""
+        if cap_desc and not cap_desc[:1].isdigit():      # a GPU name: 'rtx-4090, 24 GB: 24,564 MiB as ...'
+            card = f" on {cap_desc.split(',')[0]} ({cap_desc.split(': ', 1)[-1].split(' MiB')[0]} MiB)"
+        verdict = "fits" if data["total_bytes"] <= capacity else "does NOT fit"
+        print(f"{verdict}: {_sizes(data['total_bytes'], unit)} of {_sizes(capacity, unit)}{card}", file=out)
     params = f" ({data['params']:,} parameters)" if data.get("params") is not None else ""
     print(f"model {data['model']}{params}, regime {data['regime']}: {data['description']}", file=out)
     print("options: " + ", ".join(f"{k}={v}" for k, v in data["options"].items()), file=out)
