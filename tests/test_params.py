@@ -9,7 +9,8 @@ from vramsym.catalog.models import catalog
 
 def params(lib, name):
     m = vramsym.load_model(name)
-    est = vramsym.estimate(m, "inference", {"precision": "fp32"}, {"batch": 1, "seq": 1}, library=lib)
+    # quant none: a catalog config that declares its storage format (DeepSeek-V3's fp8) counts in it by default
+    est = vramsym.estimate(m, "inference", {"precision": "fp32", "quant": "none"}, {"batch": 1, "seq": 1}, library=lib)
     return next(c for c in est.all_components if c.name == "weights").bytes // 4
 
 
