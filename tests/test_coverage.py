@@ -97,3 +97,69 @@ def test_an_unknown_type_is_refused_and_assume_llama_approximates(tool):
     assert row.get("assume_diff") is not None
     md = tool.markdown([row], 1.0, "test")
     assert "| `codegen` | refused |" in md and "0 exact" in md
+
+
+def _gemma4_fields(rng):
+    """A random Gemma 4 text config (seeded): layer count and pattern, sliding / full heads, keys as
+    values, layers that reuse KV, per-layer embeddings, double-wide MLPs, the MoE block, biases, tying."""
+    n_q = rng.choice([2, 4, 8])
+    L = rng.randint(4, 13)
+    fields = dict(hidden_size=rng.choice([32, 48, 64]), intermediate_size=rng.choice([40, 64, 96]), num_hidden_layers=L,
+                  num_attention_heads=n_q, num_key_value_heads=rng.choice([k for k in (1, 2, 4) if n_q % k == 0]),
+                  head_dim=rng.choice([8, 16]), global_head_dim=rng.choice([8, 16, 24, 32]), vocab_size=rng.randint(50, 300),
+                  sliding_window=rng.choice([4, 8, 512]), attention_k_eq_v=rng.random() < 0.5,
+                  num_global_key_value_heads=rng.choice([None, 1, 2]), attention_bias=rng.random() < 0.3,
+                  tie_word_embeddings=rng.random() < 0.7, hidden_size_per_layer_input=rng.choice([0, 8, 16]),
+                  vocab_size_per_layer_input=rng.randint(20, 200), num_kv_shared_layers=rng.choice([0, 0, 1, 2, L // 2]),
+                  use_double_wide_mlp=rng.random() < 0.5)
+    if rng.random() < 0.5:   # an explicit pattern (the class forces the last layer to full attention)
+        fields["layer_types"] = [rng.choice(["sliding_attention", "sliding_attention", "full_attention"]) for _ in range(L)]
+    if rng.random() < 0.3:
+        fields.update(enable_moe_block=True, num_experts=rng.choice([2, 4]), top_k_experts=1, moe_intermediate_size=16)
+    return fields
+
+
+def test_gemma4_random_configs_are_exact_with_their_kv(tool):
+    # issue 21: Gemma 4's split heads, KV sharing, per-layer embeddings, double-wide MLPs and MoE block, drawn at
+    # random (seeded) and compared with the meta-device model (parameters) and its cache after one token (KV);
+    # the config goes through transformers' to_json_string, so its heads arrive as per_layer_config
+    import random
+    rng = random.Random(21)
+    checked = 0
+    for _ in range(40):
+        ref = tool.reference("gemma4_text", **_gemma4_fields(rng))
+        if "error" in ref:       # e.g. the layers that reuse KV leave no full-attention layer to reuse
+            continue
+        got = tool.vram(ref["config"])
+        assert got.get("params") == ref["params"], (ref["config"], got)
+        assert got.get("kv") == ref["kv"], (ref["config"], got)
+        checked += 1
+    assert checked >= 25
+
+
+def test_gemma4_hub_style_config_and_refusals(tool):
+    # a Hub config.json names global_head_dim / num_global_key_value_heads (no per_layer_config); per-layer
+    # overrides that differ between layers, and regimes whose terms read one head shape, are refused
+    import vramsym
+    from vramsym.errors import VramError
+    raw = {"model_type": "gemma4_text", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 12,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "global_head_dim": 32,
+           "attention_k_eq_v": True, "num_global_key_value_heads": 1, "vocab_size": 100, "num_kv_shared_layers": 4,
+           "hidden_size_per_layer_input": 8, "vocab_size_per_layer_input": 100, "sliding_window": 8}
+    ref = tool.reference("gemma4_text", **{k: v for k, v in raw.items() if k != "model_type"})
+    assert "per_layer_config" in ref["config"] and "global_head_dim" not in ref["config"]
+    got = tool.vram(raw)
+    assert (got["params"], got["kv"]) == (ref["params"], ref["kv"])
+    bad = dict(ref["config"], per_layer_config={"5": {"head_dim": 32}, "11": {"head_dim": 16}})
+    assert "'per_layer_config'" in tool.vram(bad).get("refused", "")
+    import json
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, "config.json")
+        with open(p, "w") as fh:
+            json.dump(raw, fh)
+        model = vramsym.load_model(p)
+    with pytest.raises(VramError, match="does not model the activations"):
+        vramsym.compile(model, "inference", {}).evaluate(batch=1, seq=64)
+    with pytest.raises(VramError, match="tensor parallelism over 2 GPUs"):
+        vramsym.compile(model, "inference_kv", {}).evaluate(batch=1, seq=64, n_tp=2, n_gpu=2)

@@ -243,14 +243,18 @@ def unmodelled(model: ModelSpec, components, values=None) -> str | None:
     DeltaNet mixer) in a regime with these components, or with these bound values (``--tp 2``):
     the first sentence of ``_checks.hybrid_unmodelled`` in formulas/architectures.json that
     applies, or None. A family's own entry may name terms it is not modelled in too (its
-    ``unmodelled``: term -> what is missing), checked first."""
+    ``unmodelled``: term -> what is missing, and ``inputs``: symbol -> what a value above 1
+    needs, with ``{value}``), checked first."""
     cfg = model.config
-    if not components and cfg.get("arch_layer_mix") != "hybrid":
-        return None             # what every evaluation asks (its layout): nothing to read for these
     own = (_architectures().get(cfg.get("model_type")) or {}).get("unmodelled") or {}
+    if not components and cfg.get("arch_layer_mix") != "hybrid" and "inputs" not in own:
+        return None             # what every evaluation asks (its layout): nothing to read for these
     for term in components:
-        if term in own:
+        if term in own and term != "inputs":
             return own[term]
+    for sym, what in (own.get("inputs") or {}).items():
+        if values is not None and values.get(sym, 1) > 1:
+            return what.format(value=values[sym])
     if cfg.get("arch_layer_mix") != "hybrid":
         return None
     data = (_architectures().get("_checks") or {}).get("hybrid_unmodelled") or {}
@@ -274,7 +278,7 @@ def unmodelled(model: ModelSpec, components, values=None) -> str | None:
 # _checks fields and layer_types values the family reads (not refused for it), the list whose length
 # is the layer count
 ENTRY_KEYS = ("defaults", "absent_defaults", "aliases", "cases", "reads_fields", "reads_layer_types", "layers_from", "unmodelled",
-              "mlp_act_from")
+              "mlp_act_from", "kv_shared_from", "last_layer_global", "per_layer")
 
 
 def _set(v) -> bool:
@@ -311,6 +315,9 @@ def _aliases(cfg: dict, entry: dict):
             cfg.update(case.get("set") or {})
             for target, src in (case.get("copy") or {}).items():
                 cfg[target] = cfg.get(src)
+    clash = _per_layer(cfg, entry.get("per_layer"))
+    if clash is not None:
+        return clash
     for target, sources in (entry.get("aliases") or {}).items():
         if cfg.get(target) is None:
             for src in sources:
@@ -318,6 +325,29 @@ def _aliases(cfg: dict, entry: dict):
                 if v is not None:
                     cfg[target] = v
                     break
+    return None
+
+
+def _per_layer(cfg: dict, spec) -> tuple | None:
+    """A family's per-layer overrides (``per_layer``: transformers 5 saves Gemma 4's full-attention
+    heads as ``per_layer_config`` {layer: {head_dim, num_key_value_heads}} instead of
+    global_head_dim / num_global_key_value_heads): one set of values for every listed layer is read
+    into the fields the formulas read (a key a layer leaves out, or an empty table, keeps the config's
+    own value);
+    layers that differ among themselves, or other keys, are a structure the formulas lack and
+    are returned as (field, what it is) to be refused. Applied in place."""
+    if not spec or cfg.get(spec["from"]) is None:
+        return None
+    table, fields = cfg[spec["from"]], spec["fields"]
+    rows = list(table.values()) if isinstance(table, dict) else None
+    if rows is None or not all(isinstance(r, dict) and set(r) <= set(fields) for r in rows):
+        return spec["from"], (f"per-layer overrides other than {', '.join(fields)} of one value for every "
+                              f"listed layer")
+    distinct = {tuple(sorted(r.items())) for r in rows}
+    if len(distinct) > 1:
+        return spec["from"], "per-layer overrides that differ between layers, which the formulas read as one value"
+    for key, target in fields.items():       # an empty table: every layer keeps the config's own heads
+        cfg[target] = (rows[0] if rows else {}).get(key, cfg.get(key))
     return None
 
 
@@ -588,7 +618,16 @@ def _derived(cfg: dict, arch: dict | None = None) -> dict:
     out["arch_moe_layers"] = moe_layers
     out["arch_ffn"] = "moe" if moe_layers else "dense"
     out["arch_dense_layers"] = L - moe_layers
-    out["arch_sliding_layers"] = _layers_by_rule(cfg, L, _rules(arch, mt, "sliding"))
+    sliding = _rules(arch, mt, "sliding")
+    out["arch_sliding_layers"] = _layers_by_rule(cfg, L, sliding)
+    own = entry if isinstance(entry, dict) else {}
+    if own.get("last_layer_global") and L > 0 and _prefix_count(cfg, L - 1, sliding) < out["arch_sliding_layers"]:
+        out["arch_sliding_layers"] -= 1      # the config class forces the last layer to full attention
+    if own.get("kv_shared_from"):
+        n = min(max(_int(cfg.get(own["kv_shared_from"]), 0), 0), L)
+        out["arch_kv_shared_layers"] = n
+        before = _prefix_count(cfg, L - n, sliding)
+        out["arch_kv_shared_sliding"] = max(0, out["arch_sliding_layers"] - before)
     out["arch_kv_window"] = "sliding" if out["arch_sliding_layers"] else "full"
     # mixers of a hybrid: layers with attention (a KV cache), with a Mamba SSM, with Gated DeltaNet;
     # layers with a feed-forward block (MLP or MoE). A model_type without these rules: every layer
@@ -598,6 +637,20 @@ def _derived(cfg: dict, arch: dict | None = None) -> dict:
     if moe_layers:
         out["arch_dense_layers"] = max(0, out["arch_ffn_layers"] - moe_layers)
     return out
+
+
+def _prefix_count(cfg: dict, n: int, rules: list) -> int:
+    """The layers among the first ``n`` that the rules count: the rules applied to ``n`` layers, with
+    the per-layer lists they read cut to their first ``n`` entries (the layers before Gemma 4's
+    KV-sharing ones; whether the last layer slides)."""
+    if n <= 0:
+        return 0
+    cut = dict(cfg)
+    for r in rules:
+        f = r.get("from")
+        if isinstance(f, str) and isinstance(cut.get(f), (list, str)):
+            cut[f] = cut[f][:n]
+    return _layers_by_rule(cut, n, rules)
 
 
 # rule kinds that count a hybrid's layers by mixer (arch_attn_layers, arch_ssm_layers, arch_gdn_layers)
