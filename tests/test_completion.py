@@ -113,7 +113,7 @@ BASH = [
     (["vramsym", "dtype", "fp8"], ["fp8-e4m3", "fp8-e5m2"]),
     (["vramsym", "export", "--to", "j"], ["javascript", "json"]),
     (["vramsym", "derive", "--format", ""], ["latex", "markdown"]),
-    (["vramsym", "estimate", "--set", "n_kv"], ["n_kv="]),
+    (["vramsym", "estimate", "--set", "n_kv"], ["n_kv=", "n_kv_g="]),   # n_kv_g: the full-attention layers' KV heads (Gemma 4)
     (["vramsym", "estimate", "--assume", ""], ["llama"]),
     (["vramsym", "fit", "--ass"], ["--assume"]),
 ]

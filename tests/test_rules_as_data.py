@@ -112,6 +112,20 @@ def test_catalog_models_counts():
         assert not any(k in c for k in M.RULE_KEYS), name      # rules are not config fields
 
 
+
+@pytest.mark.parametrize("L,shared,types,expected", [
+    (8, 2, None, (6, 1)),          # layers 0-4 slide, 5 full, 6 slides, 7 is forced full: 6 sliding, 1 of the last 2
+    (12, 0, None, (10, 0)),        # every sixth layer full, none shared
+    (7, 3, ["sliding_attention"] * 7, (6, 2)),   # a listed pattern whose last layer the config class forces to full
+    (6, 6, None, (5, 5)),          # every layer reuses (the class reads them all as 'reuse')
+])
+def test_gemma4_shared_and_forced_last_layer_counts(L, shared, types, expected):
+    cfg = {"model_type": "gemma4_text", "num_hidden_layers": L, "num_kv_shared_layers": shared, "sliding_window": 8}
+    if types is not None:
+        cfg["layer_types"] = types
+    c = M._derived(cfg)
+    assert (c["arch_sliding_layers"], c["arch_kv_shared_sliding"]) == expected
+
 def test_huge_layer_counts_are_closed_form():
     t = time.perf_counter()
     for cfg in ({"model_type": "qwen3_moe", "num_hidden_layers": 10**15, "num_experts": 8, "decoder_sparse_step": 7,
