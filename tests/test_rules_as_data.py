@@ -104,7 +104,11 @@ def test_catalog_models_counts():
     expected = {"deepseek-v3": (58, 0), "gemma-2-27b": (0, 23), "gemma-2-9b": (0, 21), "gemma-3-27b": (0, 52),
                 "gemma-3-4b": (0, 29), "mistral-7b-v0.1": (0, 32), "mistral-7b-v0.3": (0, 0),
                 "mixtral-8x7b": (32, 0), "qwen3-30b-a3b": (48, 0), "qwen2.5-7b": (0, 0),
-                "phi-3-mini-4k": (0, 32)}    # sliding_window 2047 and sliding_rule 'all': every layer slides
+                "phi-3-mini-4k": (0, 32),    # sliding_window 2047 and sliding_rule 'all': every layer slides
+                "gemma-2-2b": (0, 13),       # 26 layers alternating, the even-indexed ones slide
+                "gemma-3-1b": (0, 22), "gemma-3-12b": (0, 40),    # every sixth layer full: 26 - 4, 48 - 8
+                "gpt-oss-20b": (24, 12), "gpt-oss-120b": (36, 18),   # every layer MoE; layer_types alternate
+                "qwen3-235b-a22b": (94, 0), "mixtral-8x22b": (56, 0)}
     for name in M.catalog():
         c = M.load_model(name).config
         got = (c["arch_moe_layers"], c["arch_sliding_layers"])
