@@ -92,11 +92,7 @@ def load_model(name_or_path: str, extra=None, assume: str | None = None) -> Mode
     cat = _model_files(extra)
     key = str(name_or_path).strip()
     if key.lower() in cat:
-        entry = read_config(cat[key.lower()], what="model catalog entry")
-        if not isinstance(entry.get("config"), dict):
-            raise InputError(f"model catalog entry '{cat[key.lower()]}' has no \"config\" object")
-        return _spec(entry["config"], entry.get("name", key), entry.get("source", cat[key.lower()]),
-                     entry.get("hf_id"), entry.get("published_params"), assume=assume)
+        return _catalog_entry(cat[key.lower()], key, assume)
     path = os.path.expanduser(key)
     if os.path.isdir(path):
         if os.path.lexists(os.path.join(path, "config.json")):
@@ -114,11 +110,36 @@ def load_model(name_or_path: str, extra=None, assume: str | None = None) -> Mode
         name = os.path.basename(os.path.dirname(os.path.abspath(path))) if base == "config.json" else os.path.splitext(base)[0]
         return _spec(raw, name, path, assume=assume)
     if is_hub_id(key):
+        same = _catalog_hf_ids(cat).get(key.lower())
+        if same is not None:           # the catalog holds this repository's config.json: no network, no cache
+            spec = _catalog_entry(cat[same], same, assume)
+            spec.notes += (f"'{key}' is the catalog entry {same} (its config.json as the catalog transcribes it "
+                           f"from {spec.source}; read offline)",)
+            return spec
         return from_found(load_hub(key), assume)
     hint = suggest(key.lower(), cat)
     msg = f"unknown model '{key}': not a catalog name, not a path to a config.json, a checkpoint folder or a .gguf file"
     msg += f"; did you mean {', '.join(hint)}?" if hint else "; run `vramsym models` for the catalog"
     raise InputError(msg)
+
+
+def _catalog_entry(path: str, key: str, assume) -> ModelSpec:
+    entry = read_config(path, what="model catalog entry")
+    if not isinstance(entry.get("config"), dict):
+        raise InputError(f"model catalog entry '{path}' has no \"config\" object")
+    return _spec(entry["config"], entry.get("name", key), entry.get("source", path),
+                 entry.get("hf_id"), entry.get("published_params"), assume=assume)
+
+
+def _catalog_hf_ids(cat: dict) -> dict:
+    """The catalog's Hugging Face ids, lowercased (the Hub's ids are case-insensitive), to their
+    catalog names."""
+    out = {}
+    for name, path in cat.items():
+        hf = read_config(path, what="model catalog entry").get("hf_id")
+        if isinstance(hf, str):
+            out.setdefault(hf.lower(), name)
+    return out
 
 
 def _is_gguf(path) -> bool:

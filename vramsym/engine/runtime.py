@@ -236,6 +236,8 @@ class BoundRegime:
                 f"as stored)",)
         if self._weights_check is not None:
             notes = tuple(notes) + (self._compare_weights(values, prov),)
+        if self.model is not None:
+            notes = tuple(notes) + beyond_positions(self.model.config, values.get("s"))
         name = self.model.name if self.model is not None else ""
         est = Estimate(self.regime, name, Binding(values, prov), self.regime.total(values), notes,
                        self._approximate(values))
@@ -407,3 +409,36 @@ def compile(model=None, regime: str = "inference", options=None, library=None, f
         formula = vocabulary.compiled(regime, dict(options or {}, weights_source="formula"), cfg)
         c._weights_check = BoundRegime(formula, model, vocabulary.known_inputs())
     return c
+
+
+def beyond_positions(config: dict, seq) -> tuple:
+    """A note when the sequence runs past the positions the model declares: its learned position
+    table's rows (GPT-2's n_positions: the model cannot run it), or max_position_embeddings, or the
+    rope scaling's original length x factor where that is longer (YaRN / linear / dynamic /
+    LongRoPE); the memory is still derived for the length asked."""
+    if seq is None or not isinstance(config, dict):
+        return ()
+    try:
+        s = int(seq)
+    except (TypeError, ValueError):
+        return ()
+    limit = config.get("n_positions") or config.get("max_position_embeddings")
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
+        return ()
+    learned = config.get("arch_positions") == "learned" or "n_positions" in config
+    rope = config.get("rope_scaling") or config.get("rope_parameters")
+    reach, how = limit, "max_position_embeddings" if "n_positions" not in config else "n_positions"
+    if not learned and isinstance(rope, dict):
+        factor, orig = rope.get("factor"), rope.get("original_max_position_embeddings")
+        kind = rope.get("rope_type") or rope.get("type")
+        if kind in ("yarn", "linear", "dynamic", "longrope") and isinstance(factor, (int, float)) \
+                and isinstance(orig, int) and factor > 0 and int(orig * factor) > reach:
+            reach, how = int(orig * factor), f"rope scaling {kind}: {orig:,} x {factor:g}"
+    if s <= reach:
+        return ()
+    if learned:
+        return (f"sequence {s:,} is longer than the model's learned position table ({reach:,} rows, {how}): "
+                f"the model cannot run it (the position lookup fails); the memory is derived for {s:,} anyway",)
+    return (f"sequence {s:,} is longer than the {reach:,} positions the model declares ({how}): quality past "
+            f"them is not what the model was trained for; the memory is derived for {s:,} anyway",)
+
