@@ -422,12 +422,12 @@ def beyond_positions(config: dict, seq) -> tuple:
         s = int(seq)
     except (TypeError, ValueError):
         return ()
-    limit = config.get("n_positions") or config.get("max_position_embeddings")
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
+    how = "n_positions" if config.get("n_positions") else "max_position_embeddings"
+    reach = config.get(how)
+    if not isinstance(reach, int) or isinstance(reach, bool) or reach <= 0:
         return ()
-    learned = config.get("arch_positions") == "learned" or "n_positions" in config
+    learned = config.get("arch_positions") == "learned" or how == "n_positions"
     rope = config.get("rope_scaling") or config.get("rope_parameters")
-    reach, how = limit, "max_position_embeddings" if "n_positions" not in config else "n_positions"
     if not learned and isinstance(rope, dict):
         factor, orig = rope.get("factor"), rope.get("original_max_position_embeddings")
         kind = rope.get("rope_type") or rope.get("type")
