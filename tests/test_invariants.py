@@ -4,13 +4,14 @@ Each property is one the field relies on; a formula change that breaks one fails
 """
 from functools import lru_cache
 
-from hypothesis import given, settings, strategies as st, HealthCheck
+from hypothesis import given, reject, settings, strategies as st, HealthCheck
 
 import vramsym
 from vramsym.catalog.models import catalog
 
 MODELS = sorted(catalog())
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=40, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 models = st.sampled_from(MODELS)
 batches = st.integers(1, 64)
@@ -30,7 +31,13 @@ def _compiled(name, regime, options):
 
 
 def _estimate(name, regime, inputs, **options):
-    return _compiled(name, regime, tuple(sorted(options.items()))).evaluate(dict(inputs))
+    """The estimate; a (model, regime) pair that vramsym refuses (Gemma 4's activations, a hybrid's
+    training) is no example of an invariant: hypothesis draws another (tests/test_hostile.py and
+    docs/architectures.md check the refusals themselves)."""
+    try:
+        return _compiled(name, regime, tuple(sorted(options.items()))).evaluate(dict(inputs))
+    except vramsym.errors.NotModelled:
+        reject()
 
 
 def total(name, regime, inputs, **options):

@@ -108,12 +108,20 @@ def test_catalog_models_counts():
                 "gemma-2-2b": (0, 13),       # 26 layers alternating, the even-indexed ones slide
                 "gemma-3-1b": (0, 22), "gemma-3-12b": (0, 40),    # every sixth layer full: 26 - 4, 48 - 8
                 "gpt-oss-20b": (24, 12), "gpt-oss-120b": (36, 18),   # every layer MoE; layer_types alternate
-                "qwen3-235b-a22b": (94, 0), "mixtral-8x22b": (56, 0)}
+                "qwen3-235b-a22b": (94, 0), "mixtral-8x22b": (56, 0),
+                "gemma-4-e2b": (0, 28), "gemma-4-e4b": (0, 35),    # 4 and 5 sliding per full layer
+                "kimi-k2": (60, 0), "deepseek-v3.2": (58, 0), "glm-4.5-air": (45, 0),    # all but the first k dense
+                "phi-4-mini": (0, 32), "ministral-8b": (0, 36),    # a sliding_window set: every layer (sliding_rule 'all')
+                "llama-4-scout": (48, 0), "qwen3-next-80b-a3b": (48, 0)}    # every layer MoE
     for name in M.catalog():
         c = M.load_model(name).config
         got = (c["arch_moe_layers"], c["arch_sliding_layers"])
         assert got == expected.get(name, (0, 0)), name
         assert not any(k in c for k in M.RULE_KEYS), name      # rules are not config fields
+    # the layers that reuse KV: E2B's last 20 of (4 sliding + 1 full) x 7 are 16 + 4, E4B's last 18 of (5 + 1) x 7 are 15 + 3
+    for name, shared in {"gemma-4-e2b": (20, 16), "gemma-4-e4b": (18, 15)}.items():
+        c = M.load_model(name).config
+        assert (c["arch_kv_shared_layers"], c["arch_kv_shared_sliding"]) == shared, name
 
 
 
