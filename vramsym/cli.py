@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import vramsym
 from vramsym.catalog.capacity import fmt_bytes
 from vramsym.engine.layouts import SEARCH_READS
+from vramsym.engine.options import recipe
 from vramsym.engine.sweep import _int
 from vramsym.errors import DoesNotFit, InputError, NotModelled, SolveError, VramError
 from vramsym.flags import Flag, UsageError, parse, prescan, print_usage_error, show
@@ -39,7 +40,7 @@ class ExitStatus(IntEnum):
 # regime, inputs, options, gpu (required), gpu? (optional), output (--json, --unit), json.
 COMMANDS = [
     ("estimate", "memory of one configuration, by component",
-     ("model", "regime", "inputs", "options", "gpu?", "output"),
+     ("model", "regime", "inputs", "options", "gpu?", "output", "view"),
      ["vramsym estimate --model llama-3.1-8b --batch 1 --seq 4096",
       "vramsym estimate --model llama-3.1-8b --regime train --precision mixed-bf16 --batch 1 --seq 2048",
       "vramsym estimate --model qwen2.5-7b --regime qlora --lora-rank 16 --checkpointing full --batch 4 --seq 2048",
@@ -111,6 +112,9 @@ STATIC_GROUPS = {
     "output": [Flag("--unit", choices=["GiB", "GB"], help="show sizes in GiB (2^30 B) or GB (10^9 B); default both"),
                Flag("--json", "bool", help="machine-readable output")],
     "json": [Flag("--json", "bool", help="machine-readable output")],
+    "view": [Flag("--all", "bool", help="also list the components of 0 B and the rules of thumb"),
+             Flag("--explain", "bool", help="a formula column beside each component (the whole derivation: "
+                                            "`vramsym derive`)")],
     "formulas": [Flag("--formulas", "append", metavar="PATH", help="extra formula file or folder (repeatable)")],
     "target": [Flag("target", "positional", required=True, metavar="TARGET",
                     help="max_batch, max_seq, max_lora_rank or max_<any integer symbol>")],
@@ -264,7 +268,9 @@ def cmd_estimate(args, vocabulary):
     _warn_unused(r, args, vocabulary.interface)
     if capacity is not None:
         inputs = r.with_gpu(inputs, args.gpu)
-    data = estimate_data(r.evaluate(inputs))
+    est = r.evaluate(inputs)
+    data = estimate_data(est)
+    data["assumed"] = {k: show(v) for k, v in recipe(vocabulary.interface, args.regime, opts).items()}
     heur = [n for n, reg in vocabulary.interface.regimes.items()       # rules of thumb labelled beside this regime
             if "heuristic" in reg.labels and f"beside_{args.regime}" in reg.labels]
     if heur and opts.get("overhead") != "none":
@@ -278,10 +284,11 @@ def cmd_estimate(args, vocabulary):
                 ins["capacity"] = capacity
             data["heuristics"].append({"regime": name, "description": h.regime.description,
                                        "total_bytes": h.evaluate(ins).total_bytes})
+    data = with_capacity(data, capacity, cap_desc, est)
     if args.json:
-        _print_json(with_capacity(data, capacity, cap_desc))
+        _print_json(data)
     else:
-        print_estimate(data, args.unit, sys.stdout, capacity, cap_desc)
+        print_estimate(data, args.unit, sys.stdout, capacity, cap_desc, show_all=args.all, explain=args.explain)
     return ExitStatus.OK
 
 

@@ -57,6 +57,16 @@ def _check_choice(interface: Interface, name: str, choice: str, where: str) -> N
                          f"choices are {', '.join(c.replace('_', '-') for c in opts[name].choices)}")
 
 
+def recipe(interface: Interface, regime: str, user: dict) -> dict:
+    """The options the regime's recipe sets (its chain's ``set`` lines, the regime's own last) that the
+    user did not choose, option by option: what an answer assumed beyond the declared defaults."""
+    out = {}
+    for r in regime_names(interface, regime):
+        for name, choice in interface.regimes[r].sets:
+            out[name] = choice
+    return {k: v for k, v in out.items() if k not in user}
+
+
 def resolve_options(interface: Interface, regime: str, user: dict, config=None) -> dict:
     """Declared default < the model's config (``from``) < the regime's ``set`` < the user's choice.
 

@@ -133,6 +133,31 @@ class Estimate:
     def inputs(self):
         return {k: v for k, v in self.binding.values.items() if self.binding.provenance[k] == "input"}
 
+    def kv_pool(self, capacity: int) -> dict | None:
+        """vLLM's own figures for this job on ``capacity`` bytes, as its log prints them ("GPU KV cache
+        size: N tokens", "Maximum concurrency for S tokens per request: X.XXx"); None for a regime
+        without a paged KV cache. The KV memory is what the capacity leaves beside every other
+        component (gpu_memory_utilization x what CUDA reports, less the weights, the profiling peak and
+        non-torch memory); vLLM cuts it into whole blocks of every layer
+        (v1/core/kv_cache_utils.py get_num_blocks: available // page_size // num_layers), and a request
+        of S tokens needs ceil(S / block_size) of them (get_max_concurrency_for_kv_cache_config)."""
+        names = {c.name for c in self.all_components}
+        if "vllm_kv_cache" not in names:
+            return None
+        values = self.binding.values
+        kv = self.component("vllm_kv_cache").exact
+        blk, b, s = Fraction(values["blk"]), Fraction(values["b"]), Fraction(values["s"])
+        per_request = -(-s // blk)                       # ceil(s / block_size) blocks of every layer
+        block = kv / (b * per_request)                   # one block of every layer, in bytes
+        others = sum(c.exact for c in self.all_components if c.name != "vllm_kv_cache" and not c.host)
+        available = Fraction(capacity) - others
+        blocks = max(0, int(available // block))
+        return {"kv_cache_bytes": max(0, int(available)), "block_bytes": int(block), "block_tokens": int(blk),
+                "num_blocks": blocks, "kv_cache_tokens": blocks * int(blk), "tokens_per_request": int(s),
+                "blocks_per_request": int(per_request),
+                "max_concurrency": str(Fraction(blocks) / per_request),
+                "max_concurrency_float": float(Fraction(blocks) / per_request)}
+
     def component(self, name: str) -> Component:
         """A component by name, in the peak phase or not."""
         for c in self.all_components:

@@ -5,6 +5,8 @@ prints them, the tables below render them.
 """
 from __future__ import annotations
 
+import shutil
+import textwrap
 from fractions import Fraction
 
 from ..catalog.capacity import fmt_both, fmt_bytes
@@ -42,17 +44,22 @@ def _layout(est):
     return layout_of(est)
 
 
-def with_capacity(data: dict, capacity: int | None, cap_desc: str | None = None) -> dict:
+def with_capacity(data: dict, capacity: int | None, cap_desc: str | None = None, est=None) -> dict:
+    """``data`` with the capacity's verdict; with ``est``, a regime with a paged KV cache adds vLLM's
+    own figures on that capacity (``vllm``: KV tokens, blocks, maximum concurrency)."""
     if capacity is None:
         return data
+    pool = est.kv_pool(capacity) if est is not None else None
     return dict(data, capacity_bytes=capacity, **({"capacity": cap_desc} if cap_desc else {}),
+                **({"vllm": pool} if pool else {}),
                 fits=data["total_bytes"] <= capacity,
                 fits_worst_case=data["high_bytes"] <= capacity, headroom_bytes=capacity - data["total_bytes"])
 
 
 def solution_data(sol, cap_desc: str) -> dict:
     est = sol.estimate
-    return {"variable": sol.alias, "symbol": sol.variable, "value": sol.value, "total_bytes": sol.total_bytes,
+    pool = est.kv_pool(sol.capacity_bytes)       # vLLM's own figures at the solution (a paged KV cache only)
+    return {**({"vllm": pool} if pool else {}),"variable": sol.alias, "symbol": sol.variable, "value": sol.value, "total_bytes": sol.total_bytes,
             "capacity_bytes": sol.capacity_bytes, "headroom_bytes": sol.capacity_bytes - sol.total_bytes,
             "next_total_bytes": sol.next_total_bytes, "step_bytes": sol.next_total_bytes - sol.total_bytes,
             "method": sol.method, "next_refused": sol.next_refused, "estimate": estimate_data(est),
@@ -64,70 +71,120 @@ def _sizes(n: int, unit: str | None) -> str:
     return fmt_bytes(n, unit) if unit else fmt_both(n)
 
 
-def print_estimate(data: dict, unit: str | None, out, capacity: int | None = None, cap_desc: str | None = None) -> None:
+def width() -> int:
+    """The terminal's width (``COLUMNS`` first, 100 when the output is not a terminal), at least 72."""
+    return max(72, shutil.get_terminal_size((100, 24)).columns)
+
+
+def _wrap(text: str, w: int) -> str:
+    """One line of prose folded to ``w`` columns, the continuation lines indented."""
+    return textwrap.fill(text, w, subsequent_indent="    ", break_on_hyphens=False)
+
+
+def _cut(text: str, n: int) -> str:
+    return text if len(text) <= n else (text[: max(n - 3, 0)] + "..." if n > 3 else "")
+
+
+def print_estimate(data: dict, unit: str | None, out, capacity: int | None = None, cap_desc: str | None = None,
+                   show_all: bool = False, explain: bool = False, columns: int | None = None) -> None:
+    """The answer first (verdict, total, card), then what it assumed, then the components alive at the
+    peak, in ``columns`` (the terminal's width by default). Components of 0 B and the rules of thumb are
+    listed with ``show_all``; the formula column with ``explain`` (the whole derivation: ``vramsym derive``)."""
+    W = columns or width()
+
+    def say(text):
+        print(_wrap(text, W), file=out)
+
     if capacity is not None:          # the answer first: the verdict, the number, the card
         card = ""
         if cap_desc and not cap_desc[:1].isdigit():      # a GPU name: 'rtx-4090, 24 GB: 24,564 MiB as ...'
             card = f" on {cap_desc.split(',')[0]} ({cap_desc.split(': ', 1)[-1].split(' MiB')[0]} MiB)"
         verdict = "fits" if data["total_bytes"] <= capacity else "does NOT fit"
-        print(f"{verdict}: {_sizes(data['total_bytes'], unit)} of {_sizes(capacity, unit)}{card}", file=out)
+        say(f"{verdict}: {_sizes(data['total_bytes'], unit)} of {_sizes(capacity, unit)}{card}")
+    if data.get("assumed"):
+        say(f"assumed (regime {data['regime']}'s recipe; a flag changes each): "
+            + ", ".join(f"{k}={v}" for k, v in data["assumed"].items()))
     params = f" ({data['params']:,} parameters)" if data.get("params") is not None else ""
-    print(f"model {data['model']}{params}, regime {data['regime']}: {data['description']}", file=out)
-    print("options: " + ", ".join(f"{k}={v}" for k, v in data["options"].items()), file=out)
+    say(f"model {data['model']}{params}, regime {data['regime']}: {data['description']}")
+    say("options: " + ", ".join(f"{k}={v}" for k, v in data["options"].items()))
     if data["inputs"]:
-        print("inputs: " + ", ".join(f"{k}={v}" for k, v in data["inputs"].items()), file=out)
+        say("inputs: " + ", ".join(f"{k}={v}" for k, v in data["inputs"].items()))
     if data.get("approximate"):
-        print(f"APPROXIMATE: {data['approximate_reason']}", file=out)
+        say(f"APPROXIMATE: {data['approximate_reason']}")
     for n in data["notes"]:
         if not (data.get("approximate") and n == f"approximate: {data['approximate_reason']}"):
-            print(f"note: {n}", file=out)
+            say(f"note: {n}")
     rows = data["components"]
     phases = data.get("phases") or []
     if len(phases) > 1:
         peak = next(p for p in phases if p["name"] == data["peak_phase"])
-        print(f"peak phase: {peak['name']} ({peak['description']}); the components alive in it:", file=out)
-    w = max([len(r["name"]) for r in rows] + [5])
-    fw = min(44, max([len(r.get("definition", "")) for r in rows] + [7]))
+        say(f"peak phase: {peak['name']} ({peak['description']}); the components alive in it:")
+    shown = [r for r in rows if not r.get("host") and (show_all or r["bytes"] != 0)]
+    zero = [r["name"] for r in rows if not r.get("host") and not show_all and r["bytes"] == 0]
+    w = max([len(r["name"]) for r in shown] + [10])
+    fw = min(44, max([len(r.get("definition", "")) for r in rows] + [7])) if explain else 0
     cols = ["GiB", "GB"] if unit is None else [unit]
-    print(f"  {'component':<{w}}  {'formula':<{fw}}  {'bytes':>18}  " + "  ".join(f"{c:>10}" for c in cols)
-          + "   share  description", file=out)
+    formula = f"  {'formula':<{fw}}" if explain else ""
+
+    def header():
+        return f"  {'component':<{w}}{formula}  {'bytes':>17}  " + "  ".join(f"{c:>8}" for c in cols) + "   share"
+    head = header()
+    if len(head) > W and len(cols) > 1:         # a narrow terminal: GiB only (the bytes column stays exact)
+        cols = cols[:1]
+        head = header()
+    rest = W - len(head) - 2          # what is left of the line for the description
+    print(head + ("  description" if rest >= 12 else ""), file=out)
 
     def line(name, definition, n, share, description=""):
-        d = definition if len(definition) <= fw else definition[: fw - 3] + "..."
-        sizes = "  ".join(f"{fmt_bytes(n, c).split()[0]:>10}" for c in cols)
-        print(f"  {name:<{w}}  {d:<{fw}}  {n:>18,}  {sizes}  {share:>6}  {description}".rstrip(), file=out)
+        d = f"  {_cut(definition, fw):<{fw}}" if explain else ""
+        sizes = "  ".join(f"{fmt_bytes(n, c).split()[0]:>8}" for c in cols)
+        text = f"  {name:<{w}}{d}  {n:>17,}  {sizes}  {share:>6}"
+        print((text + (f"  {_cut(description, rest)}" if rest >= 12 and description else "")).rstrip(), file=out)
 
-    for r in rows:
-        if not r.get("host"):
-            line(r["name"], r.get("definition", ""), r["bytes"], f"{r['share'] * 100:5.1f}%", r["description"])
+    for r in shown:
+        line(r["name"], r.get("definition", ""), r["bytes"], f"{r['share'] * 100:5.1f}%", r["description"])
     line("total", "", data["total_bytes"], "100.0%")
+    if zero:
+        say(f"0 B, not shown (--all lists them): {', '.join(zero)}")
     if len(phases) > 1:
         u = unit or "GiB"
-        print("phase totals: " + ", ".join(f"{p['name']} {fmt_bytes(p['total_bytes'], u)}"
-                                           + (" (peak)" if p["name"] == data["peak_phase"] else "")
-                                           for p in phases), file=out)
+        say("phase totals: " + ", ".join(f"{p['name']} {fmt_bytes(p['total_bytes'], u)}"
+                                         + (" (peak)" if p["name"] == data["peak_phase"] else "") for p in phases))
     host = [r for r in rows if r.get("host")]
     if host and data["host_bytes"]:
-        print("host (CPU) memory of each GPU's process, not in the GPU total:", file=out)
+        say("host (CPU) memory of each GPU's process, not in the GPU total:")
         for r in host:
             line(r["name"], r.get("definition", ""), r["bytes"], "", r["description"])
         line("host total", "", data["host_bytes"], "")
     lo, hi = data.get("low_bytes", data["total_bytes"]), data.get("high_bytes", data["total_bytes"])
     if (lo, hi) != (data["total_bytes"],) * 2:
         why = ", ".join(f"{n} {_end(r['low'], r)}..{_end(r['high'], r)}" for n, r in data.get("ranges", {}).items())
-        print(f"range with the run-time terms at their ends ({why}): {lo:,} B = {_sizes(lo, unit)} to "
-              f"{hi:,} B = {_sizes(hi, unit)}", file=out)
+        say(f"range with the run-time terms at their ends ({why}): {lo:,} B = {_sizes(lo, unit)} to "
+            f"{hi:,} B = {_sizes(hi, unit)}")
     if capacity is not None:
-        head = capacity - data["total_bytes"]
-        verdict = "fits" if head >= 0 else "does NOT fit"
-        if head >= 0 and hi != data["total_bytes"]:
+        head_room = capacity - data["total_bytes"]
+        verdict = "fits" if head_room >= 0 else "does NOT fit"
+        if head_room >= 0 and hi != data["total_bytes"]:
             verdict += " even in the worst case" if hi <= capacity else " at the point figure, but may not fit in the worst case"
         named = f" ({cap_desc})" if cap_desc and not cap_desc[:1].isdigit() else ""
-        print(f"capacity {capacity:,} B{named}: {verdict}, headroom {head:,} B ({_sizes(abs(head), unit)}"
-              f"{'' if head >= 0 else ' short'})", file=out)
-    for hrow in data.get("heuristics", []):
-        print(f"rule of thumb, not derived: {hrow['description']}: {hrow['total_bytes']:,} B = "
-              f"{_sizes(hrow['total_bytes'], unit)}", file=out)
+        say(f"capacity {capacity:,} B{named}: {verdict}, headroom {head_room:,} B ({_sizes(abs(head_room), unit)}"
+            f"{'' if head_room >= 0 else ' short'})")
+    if data.get("vllm"):
+        _say_pool(data["vllm"], out, W)
+    heuristics = data.get("heuristics", [])
+    if show_all:
+        for hrow in heuristics:
+            say(f"rule of thumb, not derived: {hrow['description']}: {hrow['total_bytes']:,} B = "
+                f"{_sizes(hrow['total_bytes'], unit)}")
+    elif heuristics:
+        say(f"rules of thumb beside this answer: {len(heuristics)} (--all prints them)")
+
+
+def _say_pool(pool: dict, out, w: int) -> None:
+    """vLLM's two log lines for the KV pool on this card, in its words."""
+    print(_wrap(f"vLLM's log on this card: GPU KV cache size: {pool['kv_cache_tokens']:,} tokens "
+                f"({pool['num_blocks']:,} blocks of {pool['block_tokens']}); Maximum concurrency for "
+                f"{pool['tokens_per_request']:,} tokens per request: {pool['max_concurrency_float']:.2f}x", w), file=out)
 
 
 def _end(value: str, r: dict) -> str:
@@ -172,13 +229,20 @@ def print_min_gpus(d: dict, cap_desc: str, unit: str | None, out) -> None:
 
 
 def print_solution(d: dict, unit: str | None, out) -> None:
-    print(f"largest {d['variable']} that fits: {d['value']}", file=out)
-    print(f"capacity: {d['capacity_description']} = {d['capacity_bytes']:,} B = {_sizes(d['capacity_bytes'], unit)}", file=out)
-    print(f"total at {d['variable']}={d['value']}: {d['total_bytes']:,} B = {_sizes(d['total_bytes'], unit)}; "
-          f"at {d['value'] + 1}: {d['next_total_bytes']:,} B = {_sizes(d['next_total_bytes'], unit)} "
-          + (f"(fits, but refused: {d['next_refused']})" if d.get("next_refused") else "(over)"), file=out)
-    print(f"one more {d['variable']} adds {d['step_bytes']:,} B there ({d['method']} over the compiled formulas; "
-          f"`vramsym derive --solve` shows the derivation)", file=out)
+    W = width()
+
+    def say(text):
+        print(_wrap(text, W), file=out)
+
+    say(f"largest {d['variable']} that fits: {d['value']}")
+    say(f"capacity: {d['capacity_description']} = {d['capacity_bytes']:,} B = {_sizes(d['capacity_bytes'], unit)}")
+    say(f"total at {d['variable']}={d['value']}: {d['total_bytes']:,} B = {_sizes(d['total_bytes'], unit)}; "
+        f"at {d['value'] + 1}: {d['next_total_bytes']:,} B = {_sizes(d['next_total_bytes'], unit)} "
+        + (f"(fits, but refused: {d['next_refused']})" if d.get("next_refused") else "(over)"))
+    say(f"one more {d['variable']} adds {d['step_bytes']:,} B there ({d['method']} over the compiled formulas; "
+        f"`vramsym derive --solve` shows the derivation)")
+    if d.get("vllm"):
+        _say_pool(d["vllm"], out, width())
     print(file=out)
     print_estimate(d["estimate"], unit, out, d["capacity_bytes"])
 
