@@ -359,3 +359,18 @@ def test_a_checkpoint_under_a_training_regime_says_the_headers_are_not_read(caps
     assert "--weights-source file is ignored" in err, err
     code, out, err = run(capsys, "estimate", "--model", str(folder), "--batch", "1", "--seq", "16", "--json")
     assert code == 0 and any(n.startswith("weights from the ") for n in json.loads(out)["notes"])
+
+
+def test_a_published_infinity_in_a_field_no_formula_reads_loads(capsys, tmp_path):
+    """Mamba2 configs publish time_step_limit [0.0, Infinity] (Python's json writes it; Mamba-Codestral,
+    Nemotron-H): the file loads and gives the catalog entry's numbers, while an Infinity where a number
+    is read stays refused (test_hostile_configs)."""
+    cfg = json.loads(open(os.path.join(os.path.dirname(__file__), "..", "formulas", "models",
+                                       "mamba-codestral-7b.json")).read())["config"]
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(dict(cfg, time_step_limit=[0.0, float("inf")]), allow_nan=True))
+    assert "Infinity" in p.read_text()
+    code, out, err = run(capsys, "estimate", "--model", str(p), "--batch", "1", "--seq", "4096", "--json")
+    assert code == 0, err
+    code2, out2, err2 = run(capsys, "estimate", "--model", "mamba-codestral-7b", "--batch", "1", "--seq", "4096", "--json")
+    assert code2 == 0 and json.loads(out)["total_bytes"] == json.loads(out2)["total_bytes"]

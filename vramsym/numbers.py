@@ -23,6 +23,12 @@ class NumberError(ValueError):
     """Why a value is not a number vramsym accepts (a sentence)."""
 
 
+class NonFinite(str):
+    """A non-finite constant (``Infinity``, ``-Infinity``, ``NaN``) as a config.json may hold it
+    (Python's json writes them: Mamba2 configs publish ``time_step_limit: [0.0, Infinity]``): kept as
+    its text, so a field no formula reads loads, and refused wherever a number is read."""
+
+
 def to_fraction(value, allow_bool: bool = True, allow_str: bool = True) -> Fraction:
     """``value`` as an exact Fraction, or :class:`NumberError` saying why not."""
     if isinstance(value, bool):
@@ -39,6 +45,8 @@ def to_fraction(value, allow_bool: bool = True, allow_str: bool = True) -> Fract
         if value != value or value in (float("inf"), float("-inf")):
             raise NumberError("not a finite number")
         return _from_text(repr(value))
+    if isinstance(value, NonFinite):
+        raise NumberError(f"{value}, which is not a number JSON allows")
     if isinstance(value, str):
         if not allow_str:
             raise NumberError("a string, not a number (write it without quotes)")

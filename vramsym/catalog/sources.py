@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field, replace
 
 from ..errors import InputError
+from ..numbers import NonFinite
 from .paths import read_bounded
 
 MAX_CONFIG_BYTES = 16 * 2**20
@@ -34,16 +35,12 @@ class Found:
         return replace(self, notes=tuple(self.notes) + notes)
 
 
-def _no_constant(name):
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
 def read_config(path, root=None, what="model config") -> dict:
     """A config.json as a dict: a regular file (inside ``root`` when given) of at most
     16 MiB, UTF-8 JSON, checked."""
     data = read_bounded(path, MAX_CONFIG_BYTES, root, what, ": a config.json is a few kilobytes")
     try:
-        raw = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
+        raw = json.loads(data.decode("utf-8"), parse_constant=NonFinite)   # refused where a number is read
     except UnicodeDecodeError:
         raise InputError(f"cannot read {what} '{path}': it is not UTF-8 text") from None
     except RecursionError:
