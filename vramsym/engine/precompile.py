@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..catalog.models import catalog, load_model
+from ..catalog.models import catalog, load_model, unmodelled
 from ..catalog.paths import formulas_path
 from ..lang.library import load_or_raise
 from . import cache
@@ -27,14 +27,15 @@ from .runtime import Vocabulary
 
 
 def combinations(vocabulary, models):
-    """The (regime, options) pairs to compile: defaults of every regime and every fit row, per model."""
+    """The (regime, options, models) to compile: defaults of every regime and every fit row, with the
+    models that resolve to them."""
     seen = {}
     for m in models:
         asks = [(r, {}) for r in vocabulary.interface.regimes] + [(f.regime, dict(f.options))
                                                                   for f in vocabulary.interface.fits]
         for regime, opts in asks:
             resolved = vocabulary.resolve(regime, opts, m.config)
-            seen.setdefault((regime, tuple(sorted(resolved.items()))), (regime, opts, m))
+            seen.setdefault((regime, tuple(sorted(resolved.items()))), (regime, opts, []))[2].append(m)
     return list(seen.values())
 
 
@@ -49,10 +50,15 @@ def write(folder: str, models=None) -> int:
         if f.endswith(".json") or f == "KEY":
             os.unlink(os.path.join(folder, f))
     entries = {"interface": interface_of(lib).to_json()}
-    for regime, opts, model in combinations(vocabulary, [load_model(n) for n in (models or sorted(catalog()))]):
-        resolved = vocabulary.resolve(regime, opts, model.config)
+    for regime, opts, users in combinations(vocabulary, [load_model(n) for n in (models or sorted(catalog()))]):
+        resolved = vocabulary.resolve(regime, opts, users[0].config)
+        composed = compose(lib, regime, resolved)
+        terms = [getattr(c, "name", c) for c in composed.components]
+        if all(unmodelled(m, terms) is not None for m in users):
+            continue        # every model with these options is refused this regime (Gemma 4's activations,
+            #                 a hybrid's training): never evaluated without --assume, so not shipped
         name = cache.entry_name("regime", regime, sorted(resolved.items()))
-        entries[name] = compile_regime(lib, compose(lib, regime, resolved))
+        entries[name] = compile_regime(lib, composed)
     for name, data in entries.items():
         with open(os.path.join(folder, name + ".json"), "w", encoding="utf-8") as fh:
             json.dump(data, fh, separators=(",", ":"), sort_keys=True)
