@@ -141,11 +141,10 @@ class Estimate:
         non-torch memory); vLLM cuts it into whole blocks of every layer
         (v1/core/kv_cache_utils.py get_num_blocks: available // page_size // num_layers), and a request
         of S tokens needs ceil(S / block_size) of them (get_max_concurrency_for_kv_cache_config)."""
-        names = {c.name for c in self.all_components}
-        if "vllm_kv_cache" not in names:
+        kv = next((c.exact for c in self.all_components if c.name == "vllm_kv_cache"), None)
+        if kv is None:
             return None
         values = self.binding.values
-        kv = self.component("vllm_kv_cache").exact
         blk, b, s = Fraction(values["blk"]), Fraction(values["b"]), Fraction(values["s"])
         per_request = -(-s // blk)                       # ceil(s / block_size) blocks of every layer
         block = kv / (b * per_request)                   # one block of every layer, in bytes

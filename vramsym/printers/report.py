@@ -59,7 +59,8 @@ def with_capacity(data: dict, capacity: int | None, cap_desc: str | None = None,
 def solution_data(sol, cap_desc: str) -> dict:
     est = sol.estimate
     pool = est.kv_pool(sol.capacity_bytes)       # vLLM's own figures at the solution (a paged KV cache only)
-    return {**({"vllm": pool} if pool else {}),"variable": sol.alias, "symbol": sol.variable, "value": sol.value, "total_bytes": sol.total_bytes,
+    return {**({"vllm": pool} if pool else {}), "variable": sol.alias, "symbol": sol.variable, "value": sol.value,
+            "total_bytes": sol.total_bytes,
             "capacity_bytes": sol.capacity_bytes, "headroom_bytes": sol.capacity_bytes - sol.total_bytes,
             "next_total_bytes": sol.next_total_bytes, "step_bytes": sol.next_total_bytes - sol.total_bytes,
             "method": sol.method, "next_refused": sol.next_refused, "estimate": estimate_data(est),
