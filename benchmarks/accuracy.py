@@ -92,8 +92,8 @@ QLORA_ARCHS = {
                                                    "tie_word_embeddings": False, "max_position_embeddings": 512},
 }
 QLORA_REGIMES = [
-    ("qlora all-linear (prepare_model_for_kbit_training)", "qlora", {"lora_targets": "all_linear", "checkpointing": "none"}),
-    ("qlora qv (prepare_model_for_kbit_training)", "qlora", {"lora_targets": "qv", "checkpointing": "none"}),
+    ("qlora all-linear (prepare_model_for_kbit_training)", "qlora", {"lora_targets": "all_linear", "precision": "fp32", "checkpointing": "none"}),
+    ("qlora qv (prepare_model_for_kbit_training)", "qlora", {"lora_targets": "qv", "precision": "fp32", "checkpointing": "none"}),
     ("qlora all-linear bf16 (no prepare)", "qlora", {"lora_targets": "all_linear", "precision": "bf16", "checkpointing": "none"}),
 ]
 QLORA_SIZES = [(1, 32), (2, 64)]

@@ -251,8 +251,9 @@ def test_qlora_matches_bitsandbytes_real_tensors():
     pytest.importorskip("bitsandbytes")
     pytest.importorskip("peft")
     model = _spec(TINY["qwen2"], "tiny-qwen2", "tests/test_accuracy.py")
-    # checkpointing none: the case as measured (the regime's recipe checkpoints by default)
-    res = compare(model, "qlora", {"lora_targets": "all_linear", "checkpointing": "none"}, {"batch": 2, "seq": 64},
+    # fp32, checkpointing none: the case as measured (peft's prepare; TRL's recipe, the default, is bf16 and checkpoints)
+    res = compare(model, "qlora", {"lora_targets": "all_linear", "precision": "fp32", "checkpointing": "none"},
+                  {"batch": 2, "seq": 64},
                   fake=False)
     assert res["measurement"]["quant"] == "nf4_dq" and not res["measurement"]["fake"]
     rows = {r["component"]: r for r in res["rows"]}

@@ -109,24 +109,70 @@ def test_vllm_lines_in_the_table_the_json_and_the_solve(monkeypatch):
     assert "vllm" not in json.loads(data)                                 # transformers' inference has no pool
 
 
+def _assumed(d):
+    return {r["option"]: r["choice"] for r in d["assumed"]}
+
+
 def test_the_recipe_a_regime_assumes_is_said_and_a_flag_changes_it(monkeypatch):
-    """QLoRA's default is peft's prepare_model_for_kbit_training: fp32 beside the 4-bit base and
-    gradient checkpointing on (its use_gradient_checkpointing=True). The answer says what the recipe
-    set, and an option given on the command line is no longer 'assumed'."""
+    """QLoRA's default recipe is TRL's (bf16 beside the 4-bit base, gradient checkpointing on, as
+    SFTConfig defaults); --recipe peft-kbit is peft's prepare_model_for_kbit_training alone (fp32). The
+    answer says what the recipe set, largest first, and an option given as a flag is no longer 'assumed'."""
     monkeypatch.setenv("COLUMNS", "200")
     argv = ["estimate", "--model", "llama-3.1-70b", "--regime", "qlora", "--batch", "1", "--seq", "2048",
             "--gpu", "48GB"]
     code, out, _ = run_cli(argv)
-    _, data, _ = run_cli(argv + ["--json"])
-    d = json.loads(data)
-    assert code == 0 and d["assumed"] == {"precision": "fp32", "quant": "nf4-dq", "checkpointing": "full"}
-    assert out.splitlines()[1] == ("assumed (regime qlora's recipe; a flag changes each): precision=fp32, "
-                                   "quant=nf4-dq, checkpointing=full")
+    d = json.loads(run_cli(argv + ["--json"])[1])
+    assert code == 0 and _assumed(d) == {"precision": "bf16", "quant": "nf4-dq", "checkpointing": "full"}
+    assert d["recipe"]["name"] == "trl" and d["recipe"]["others"] == ["peft-kbit", "trl-no-checkpointing"]
+    # the issue's figure for the bf16 + checkpointing recipe people run: 47 GB for 70B at 2k tokens, fits 48 GB
+    assert abs(d["total_bytes"] / 47e9 - 1) < 0.02 and d["fits"]
+    assert out.splitlines()[1].startswith("assumed (qlora's recipe trl; --recipe peft-kbit or "
+                                          "trl-no-checkpointing or a flag changes them): precision=bf16 (decides ")
     none = json.loads(run_cli(argv + ["--json", "--checkpointing", "none"])[1])
-    assert none["assumed"] == {"precision": "fp32", "quant": "nf4-dq"}
-    assert none["total_bytes"] > 2 * d["total_bytes"]        # every layer's activations saved (70B at 2k: 157 GB)
-    bf16 = json.loads(run_cli(argv + ["--json", "--precision", "bf16"])[1])
-    # the issue's figure for the bf16 + checkpointing recipe: 47 GB for 70B at 2k tokens
-    assert abs(bf16["total_bytes"] / 47e9 - 1) < 0.02 and bf16["fits"]
+    assert _assumed(none) == {"precision": "bf16", "quant": "nf4-dq"}
+    assert none["total_bytes"] > 2 * d["total_bytes"]        # every layer's activations saved
+    peft = json.loads(run_cli(argv + ["--json", "--recipe", "peft-kbit"])[1])
+    assert _assumed(peft)["precision"] == "fp32" and peft["recipe"]["name"] == "peft-kbit"
+    assert peft["total_bytes"] > d["total_bytes"] and not peft["fits"]
+    # a flag wins over the recipe's choice
+    both = json.loads(run_cli(argv + ["--json", "--recipe", "peft-kbit", "--precision", "bf16"])[1])
+    assert both["total_bytes"] == d["total_bytes"] and "precision" not in _assumed(both)
     assert json.loads(run_cli(["estimate", "--model", "llama-3.1-8b", "--batch", "1", "--seq", "64",
-                               "--json"])[1])["assumed"] == {}
+                               "--json"])[1])["assumed"] == []
+
+
+@pytest.mark.parametrize("regime", ["qlora", "lora", "train"])
+def test_assumed_settings_decide_the_bytes_of_the_components_that_read_them(regime):
+    """Each assumed setting's bytes are the sum of the peak's GPU components whose formulas read it,
+    and the settings come largest first; the component lists are the regime's own."""
+    d = json.loads(run_cli(["estimate", "--model", "qwen2.5-7b", "--regime", regime, "--batch", "2",
+                            "--seq", "1024", "--json"])[1])
+    size = {c["name"]: c["bytes"] for c in d["components"] if not c.get("host")}
+    assert d["assumed"], regime
+    for r in d["assumed"]:
+        assert r["decides_bytes"] == sum(size[c] for c in r["components"])
+        assert r["decides_bytes"] <= d["total_bytes"]
+    decided = [r["decides_bytes"] for r in d["assumed"]]
+    assert decided == sorted(decided, reverse=True)
+
+
+def test_every_named_recipe_is_a_real_choice_that_changes_something():
+    """formulas/recipes.json: each recipe names a regime, options and choices that exist, differs from
+    the regime's default recipe, and has a source; --recipe with each one runs."""
+    from vramsym.engine.options import _recipes_file, recipe_options, resolve_options
+    interface = vramsym.vocabulary().interface
+    for regime, entry in _recipes_file().items():
+        assert regime in interface.regimes and entry["default"]["source"]
+        base = resolve_options(interface, regime, {})
+        for name, rec in entry["recipes"].items():
+            assert rec["source"] and rec["description"]
+            chosen = recipe_options(interface, regime, name)
+            assert resolve_options(interface, regime, chosen) != base, (regime, name)
+
+
+def test_an_unknown_recipe_is_refused_with_the_regime_s_recipes():
+    code, _, err = run_cli(["estimate", "--model", "gpt2", "--regime", "qlora", "--recipe", "unsloth",
+                            "--batch", "1", "--seq", "64"])
+    assert code != 0 and "no recipe 'unsloth'" in err and "trl (default), peft-kbit" in err
+    code, _, err = run_cli(["estimate", "--model", "gpt2", "--recipe", "trl", "--batch", "1", "--seq", "64"])
+    assert code != 0 and "regime inference has no named recipes" in err and "Traceback" not in err

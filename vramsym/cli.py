@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import vramsym
 from vramsym.catalog.capacity import fmt_bytes
 from vramsym.engine.layouts import SEARCH_READS
-from vramsym.engine.options import recipe
+from vramsym.engine.options import assumed, recipe_options, recipes
 from vramsym.engine.sweep import _int
 from vramsym.errors import DoesNotFit, InputError, NotModelled, SolveError, VramError
 from vramsym.flags import Flag, UsageError, parse, prescan, print_usage_error, show
@@ -164,7 +164,10 @@ def flag_group(group: str, interface) -> list:
         flags = STATIC_GROUPS[group]
     elif group == "regime":
         flags = [Flag("--regime", default="inference", choices=sorted(interface.regimes),
-                      help="regime (default: inference)")]
+                      help="regime (default: inference)"),
+                 Flag("--recipe", metavar="NAME",
+                      help="a named recipe of the regime (formulas/recipes.json): QLoRA's trl (default) or "
+                           "peft-kbit, training's mixed-bf16 (default), pure-bf16, ...; a flag still wins over it")]
     elif group == "inputs":
         flags = [Flag(f"--{show(m.alias)}", "switch" if m.domain == Domain.BOOL else "value",
                       dest=f"in_{m.alias}", metavar="0|1" if m.domain == Domain.BOOL else "N",
@@ -238,14 +241,16 @@ def _warn_unused(r, args, interface, also_read=()) -> None:
         print(f"vramsym: warning: {flag} is ignored: regime {r.regime.regime} with these options does not "
               f"use {k}", file=sys.stderr)
     used = set(r.regime.used_options)
-    for k, v in _options(args).items():
+    for k, v in _options(args, explicit=True).items():
         if k not in used:
             print(f"vramsym: warning: --{show(k)} {show(v)} is ignored: regime {r.regime.regime} with these "
                   f"options does not use {k}", file=sys.stderr)
 
 
-def _options(args):
-    return {k[4:]: v for k, v in vars(args).items() if k.startswith("opt_") and v is not None}
+def _options(args, explicit=False):
+    """The options of the command: the flags given, over the --recipe's choices (``explicit``: the flags only)."""
+    given = {k[4:]: v for k, v in vars(args).items() if k.startswith("opt_") and v is not None}
+    return given if explicit else dict(getattr(args, "recipe_options", None) or {}, **given)
 
 
 def _load_model(args):
@@ -260,6 +265,21 @@ def _print_json(data) -> None:
     print(json.dumps(data, indent=2))
 
 
+def recipe_data(interface, args, est) -> dict:
+    """``recipe``: the regime's named recipe in effect and its others; ``assumed``: what the answer assumed
+    beyond the flags given, each with the bytes it decides, largest first."""
+    parts = [(c.name, c.bytes, c.options, c.host) for c in est.components]
+    rows = assumed(interface, args.regime, _options(args, explicit=True), args.recipe, parts)
+    out = {"assumed": [dict(r, choice=show(r["choice"])) for r in rows]}
+    entry = recipes(args.regime)
+    if entry is not None:
+        name = args.recipe or entry["default"]["name"]
+        about = entry["default"] if name == entry["default"]["name"] else entry["recipes"][name]
+        out["recipe"] = {"name": name, "description": about["description"], "source": about["source"],
+                         "others": [n for n in [entry["default"]["name"], *entry["recipes"]] if n != name]}
+    return out
+
+
 def cmd_estimate(args, vocabulary):
     model = _load_model(args)
     inputs, opts = _inputs(args, vocabulary.interface), _options(args)
@@ -270,7 +290,7 @@ def cmd_estimate(args, vocabulary):
         inputs = r.with_gpu(inputs, args.gpu)
     est = r.evaluate(inputs)
     data = estimate_data(est)
-    data["assumed"] = {k: show(v) for k, v in recipe(vocabulary.interface, args.regime, opts).items()}
+    data.update(recipe_data(vocabulary.interface, args, est))
     heur = [n for n, reg in vocabulary.interface.regimes.items()       # rules of thumb labelled beside this regime
             if "heuristic" in reg.labels and f"beside_{args.regime}" in reg.labels]
     if heur and opts.get("overhead") != "none":
@@ -303,6 +323,7 @@ def cmd_solve(args, vocabulary):
         return _solve_min_gpus(args, r, capacity, cap_desc, inputs)
     sol = r.solve(args.target, capacity, r.at_bound(r.with_gpu(inputs, args.gpu), args.bound))
     data = solution_data(sol, cap_desc)
+    data["estimate"].update(recipe_data(vocabulary.interface, args, sol.estimate))
     if args.json:
         _print_json({k: v for k, v in data.items() if k != "capacity_description"})
     else:
@@ -631,6 +652,8 @@ def _main(argv=None) -> int:
         if command in ("help", "version"):
             print(values, end="" if command == "help" else "\n")
             return ExitStatus.USAGE if not argv else ExitStatus.OK
+        if values.get("recipe") is not None:
+            values["recipe_options"] = recipe_options(vocabulary.interface, values["regime"], values["recipe"])
         return int(HANDLERS[command](SimpleNamespace(**values), vocabulary))
     except UsageError as e:
         if wants_json:

@@ -232,11 +232,12 @@ class Interface(_Record):
 
 class Term(_Record):
     """A component of a compiled regime: the term it sums, the function that computes it, its
-    unit, whether it lives on the host, its sources, its definition and expanded formula."""
-    __slots__ = ("name", "func", "description", "unit", "host", "sources", "definition", "formula")
+    unit, whether it lives on the host, its sources, its definition and expanded formula, and the
+    options its formula reads (through every term it reaches)."""
+    __slots__ = ("name", "func", "description", "unit", "host", "sources", "definition", "formula", "options")
 
     def __init__(self, name: str, func: str, description: str, unit: str, host: bool, sources: tuple,
-                 definition: str, formula: str):
+                 definition: str, formula: str, options: tuple = ()):
         _set(self, "name", name)
         _set(self, "func", func)
         _set(self, "description", description)
@@ -245,11 +246,12 @@ class Term(_Record):
         _set(self, "sources", sources)
         _set(self, "definition", definition)
         _set(self, "formula", formula)
+        _set(self, "options", options)
 
     @classmethod
     def from_json(cls, m: dict) -> "Term":
         return cls(m["name"], m["func"], m["description"], m["unit"], bool(m["host"]), tuple(m["sources"]),
-                   m["definition"], m["formula"])
+                   m["definition"], m["formula"], tuple(m["options"]))
 
 
 class Phase(_Record):

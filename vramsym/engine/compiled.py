@@ -14,7 +14,7 @@ from fractions import Fraction
 
 from ..records import Phase, Symbol, Term
 
-FORMAT = 5
+FORMAT = 6
 
 #: the prefix of the config fields only a checkpoint's headers set (vramsym.catalog.models.INTERNAL_PREFIX)
 CHECKPOINT_FIELD = "ckpt_"

@@ -27,7 +27,7 @@ from ..lang.library import load_or_raise
 from ..lang.parse import deep_recursion
 from ..version import __version__
 from .compiled import BOUNDS, CHECKPOINT_FIELD, FORMAT
-from .regimes import compose, used_options
+from .regimes import compose, options_read, used_options
 
 
 def load_library(extra=()):
@@ -441,6 +441,7 @@ def compile_regime(lib, composed) -> dict:
     for c in composed.components:
         t = lib.terms[c]
         comps.append({"name": c, "func": funcs[c], "description": t.description,
+                      "options": options_read(lib, composed, _reached(composed, [c])),
                       "unit": "byte" if t.share else lib.units.get(c, "byte"),
                       "host": bool(t.host),
                       "sources": list(t.sources), "definition": str(composed.definitions[c]),

@@ -8,8 +8,14 @@ symbol's command-line name, as a :class:`vramsym.records.Interface`; the cache s
 """
 from __future__ import annotations
 
+import functools
+import json
+import os
+
 from ..errors import InputError, suggest
 from ..records import Interface
+
+RECIPES_FILE = "recipes.json"
 
 
 def interface_of(lib) -> Interface:
@@ -57,14 +63,67 @@ def _check_choice(interface: Interface, name: str, choice: str, where: str) -> N
                          f"choices are {', '.join(c.replace('_', '-') for c in opts[name].choices)}")
 
 
-def recipe(interface: Interface, regime: str, user: dict) -> dict:
-    """The options the regime's recipe sets (its chain's ``set`` lines, the regime's own last) that the
-    user did not choose, option by option: what an answer assumed beyond the declared defaults."""
+@functools.lru_cache(maxsize=None)
+def _recipes_file() -> dict:
+    from ..catalog.paths import formulas_path, read_text
+    return json.loads(read_text(os.path.join(formulas_path(), RECIPES_FILE)))["regimes"]
+
+
+def recipes(regime: str) -> dict | None:
+    """The named recipes of ``regime`` (formulas/recipes.json): ``{"default": {name, description,
+    source}, "recipes": {name: {description, options, source}}}``, or None where it names none."""
+    return _recipes_file().get(regime)
+
+
+def recipe_options(interface: Interface, regime: str, name: str | None) -> dict:
+    """The options recipe ``name`` of ``regime`` chooses ({} for its default recipe or no name)."""
+    if name is None:
+        return {}
+    entry = recipes(regime)
+    if entry is None:
+        named = sorted(r for r in _recipes_file())
+        raise InputError(f"regime {regime} has no named recipes (--recipe is for {', '.join(named)}); "
+                         "give its options as flags")
+    if name == entry["default"]["name"]:
+        return {}
+    if name not in entry["recipes"]:
+        known = [entry["default"]["name"] + " (default)"] + list(entry["recipes"])
+        hint = suggest(name, list(entry["recipes"]) + [entry["default"]["name"]])
+        raise InputError(f"regime {regime} has no recipe '{name}'" + (f"; did you mean {', '.join(hint)}?" if hint else "")
+                         + f"; its recipes: {', '.join(known)}")
+    out = dict(entry["recipes"][name]["options"])
+    for option, choice in out.items():
+        _check_choice(interface, option, choice, f"recipe {name} (formulas/{RECIPES_FILE})")
+    return out
+
+
+def recipe(interface: Interface, regime: str, user: dict, name: str | None = None) -> dict:
+    """The options the regime's recipe sets (its chain's ``set`` lines, the regime's own last, then the
+    named recipe's choices) that the user did not choose, option by option: what an answer assumed
+    beyond the declared defaults."""
     out = {}
     for r in regime_names(interface, regime):
-        for name, choice in interface.regimes[r].sets:
-            out[name] = choice
+        for option, choice in interface.regimes[r].sets:
+            out[option] = choice
+    out.update(recipe_options(interface, regime, name))
     return {k: v for k, v in out.items() if k not in user}
+
+
+def assumed(interface: Interface, regime: str, user: dict, name: str | None, components) -> list:
+    """What an answer assumed (:func:`recipe`), each with the bytes it decides: the sum of the components
+    on the GPU whose formulas read the option (or, for a preset, an option it sets), largest first.
+    ``components``: (name, bytes, options read, host) of each component of the estimate."""
+    presets = interface.presets
+    rows = []
+    for option, choice in recipe(interface, regime, user, name).items():
+        reads = {option}
+        if option in presets:
+            reads |= {t for t, _ in next(iter(presets[option].choices.values()))}
+        decided = [(c, b) for c, b, opts, host in components if not host and reads & set(opts)]
+        rows.append({"option": option, "choice": choice, "decides_bytes": sum(b for _, b in decided),
+                     "components": [c for c, _ in decided]})
+    rows.sort(key=lambda r: -r["decides_bytes"])
+    return rows
 
 
 def resolve_options(interface: Interface, regime: str, user: dict, config=None) -> dict:

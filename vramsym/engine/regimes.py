@@ -191,10 +191,16 @@ def compose(lib: Library, name: str, options: Mapping[str, str] = (),
 
 def used_options(lib: Library, composed: Composed) -> List[str]:
     """Options whose choice changes this regime (they appear in a reached match)."""
+    return options_read(lib, composed, composed.definitions)
+
+
+def options_read(lib: Library, composed: Composed, names) -> List[str]:
+    """The options the ``match`` expressions of the terms ``names`` read (a regime's ``let`` in
+    place of the library's term), sorted."""
     v = _Options()
     chain = regime_chain(lib, composed.regime)
     lets = {l.name: l.expr for r in chain for l in r.lets}
-    for n in composed.definitions:
+    for n in names:
         v.visit(lets.get(n) or lib.terms[n].expr)
     return sorted(v.used)
 

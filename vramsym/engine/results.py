@@ -21,13 +21,14 @@ class Binding:
 
 
 class Component:
-    __slots__ = ("name", "description", "unit", "exact", "sources", "definition", "formula", "host")
+    __slots__ = ("name", "description", "unit", "exact", "sources", "definition", "formula", "host", "options")
 
     def __init__(self, term, exact):
         """``term``: the component's :class:`vramsym.records.Term`; ``exact``: its exact bytes."""
         self.name, self.description, self.unit = term.name, term.description, term.unit
         self.host = term.host     # host (CPU) memory, outside the GPU total
         self.sources, self.definition, self.formula = term.sources, term.definition, term.formula
+        self.options = term.options     # the options its formula reads
         self.exact = exact
 
     @property

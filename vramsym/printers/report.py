@@ -103,8 +103,7 @@ def print_estimate(data: dict, unit: str | None, out, capacity: int | None = Non
         verdict = "fits" if data["total_bytes"] <= capacity else "does NOT fit"
         say(f"{verdict}: {_sizes(data['total_bytes'], unit)} of {_sizes(capacity, unit)}{card}")
     if data.get("assumed"):
-        say(f"assumed (regime {data['regime']}'s recipe; a flag changes each): "
-            + ", ".join(f"{k}={v}" for k, v in data["assumed"].items()))
+        say(_assumed_line(data, unit))
     params = f" ({data['params']:,} parameters)" if data.get("params") is not None else ""
     say(f"model {data['model']}{params}, regime {data['regime']}: {data['description']}")
     say("options: " + ", ".join(f"{k}={v}" for k, v in data["options"].items()))
@@ -179,6 +178,24 @@ def print_estimate(data: dict, unit: str | None, out, capacity: int | None = Non
                 f"{_sizes(hrow['total_bytes'], unit)}")
     elif heuristics:
         say(f"rules of thumb beside this answer: {len(heuristics)} (--all prints them)")
+
+
+ASSUMED_SHOWN = 3      # the settings the assumed line names: those that decide the most bytes
+
+
+def _assumed_line(data: dict, unit: str | None) -> str:
+    """'assumed (qlora's recipe trl; ...): checkpointing=full (decides 1.20 GiB), ...': the settings of the
+    regime's recipe the user did not give that decide the most bytes (all of them: --json's ``assumed``)."""
+    rows = data["assumed"][:ASSUMED_SHOWN]
+    rec = data.get("recipe")
+    whose = f"{data['regime']}'s recipe {rec['name']}" if rec else f"regime {data['regime']}'s settings"
+    change = (f"--recipe {' or '.join(rec['others'])} or a flag changes them" if rec and rec["others"]
+              else "a flag changes each")
+    more = f", {len(data['assumed']) - len(rows)} more in --json" if len(data["assumed"]) > len(rows) else ""
+    return (f"assumed ({whose}; {change}): "
+            + ", ".join(f"{r['option'].replace('_', '-')}={r['choice']}"
+                        + (f" (decides {fmt_bytes(r['decides_bytes'], unit or 'GiB')})" if r["decides_bytes"] else "")
+                        for r in rows) + more)
 
 
 def _say_pool(pool: dict, out, w: int) -> None:
