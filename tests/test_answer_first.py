@@ -158,11 +158,12 @@ def test_assumed_settings_decide_the_bytes_of_the_components_that_read_them(regi
 
 def test_every_named_recipe_is_a_real_choice_that_changes_something():
     """formulas/recipes.json: each recipe names a regime, options and choices that exist, differs from
-    the regime's default recipe, and has a source; --recipe with each one runs."""
+    the regime's default recipe, and has a source; each engine named is a regime."""
     from vramsym.engine.options import _recipes_file, recipe_options, resolve_options
     interface = vramsym.vocabulary().interface
     for regime, entry in _recipes_file().items():
         assert regime in interface.regimes and entry["default"]["source"]
+        assert all(e in interface.regimes for e in entry["engines"])
         base = resolve_options(interface, regime, {})
         for name, rec in entry["recipes"].items():
             assert rec["source"] and rec["description"]
@@ -175,4 +176,20 @@ def test_an_unknown_recipe_is_refused_with_the_regime_s_recipes():
                             "--batch", "1", "--seq", "64"])
     assert code != 0 and "no recipe 'unsloth'" in err and "trl (default), peft-kbit" in err
     code, _, err = run_cli(["estimate", "--model", "gpt2", "--recipe", "trl", "--batch", "1", "--seq", "64"])
-    assert code != 0 and "regime inference has no named recipes" in err and "Traceback" not in err
+    assert code != 0 and "regime inference has no recipe 'trl'; its recipes: transformers (default)" in err
+    code, _, err = run_cli(["estimate", "--model", "gpt2", "--regime", "vllm", "--recipe", "trl", "--batch", "1",
+                            "--seq", "64"])
+    assert code != 0 and "regime vllm has no named recipes" in err and "Traceback" not in err
+
+
+def test_inference_names_its_engine_and_the_regimes_of_the_others(monkeypatch):
+    """transformers' one-shot prefill is one engine's answer: the assumed line says so and names the
+    regimes of the engines llama.cpp / Ollama and vLLM users run, each of which is a valid --regime."""
+    monkeypatch.setenv("COLUMNS", "100")
+    code, out, _ = run_cli(["estimate", "--model", "gpt2", "--batch", "1", "--seq", "64"])
+    line = " ".join(l.strip() for l in out.splitlines()[:3])
+    assert code == 0 and line.startswith("assumed (inference's recipe transformers: ")
+    for regime in ("llama-cpp", "vllm"):
+        assert f"--regime {regime}" in line
+        assert run_cli(["estimate", "--model", "gpt2", "--regime", regime, "--batch", "1", "--seq", "64",
+                        "--gpu", "24GB"])[0] == 0

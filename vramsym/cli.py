@@ -276,7 +276,8 @@ def recipe_data(interface, args, est) -> dict:
         name = args.recipe or entry["default"]["name"]
         about = entry["default"] if name == entry["default"]["name"] else entry["recipes"][name]
         out["recipe"] = {"name": name, "description": about["description"], "source": about["source"],
-                         "others": [n for n in [entry["default"]["name"], *entry["recipes"]] if n != name]}
+                         "others": [n for n in [entry["default"]["name"], *entry["recipes"]] if n != name],
+                         "engines": sorted(entry["engines"])}
     return out
 
 

@@ -94,6 +94,8 @@ def bind(compiled, config, inputs, exclude=(), base=None, source="") -> tuple:
             else:
                 flag = _shown(name, m)
                 how = f"--{flag} N" if m.alias else f"--set {name}=VALUE"
+                if m.alias == "capacity":      # what a person gives: the card (the capacity follows from it)
+                    how = "--gpu (24GB, 24GiB or a GPU name such as rtx-4090)"
                 raise InputError(f"missing value for {flag} ({m.description}): give it with {how}")
         bad = None if (type(v) is int and v > 0 and m.domain != Domain.BOOL) else domain_problem(m.domain, Fraction(v))
         if bad:

@@ -102,7 +102,7 @@ def print_estimate(data: dict, unit: str | None, out, capacity: int | None = Non
             card = f" on {cap_desc.split(',')[0]} ({cap_desc.split(': ', 1)[-1].split(' MiB')[0]} MiB)"
         verdict = "fits" if data["total_bytes"] <= capacity else "does NOT fit"
         say(f"{verdict}: {_sizes(data['total_bytes'], unit)} of {_sizes(capacity, unit)}{card}")
-    if data.get("assumed"):
+    if data.get("assumed") or (data.get("recipe") or {}).get("engines"):
         say(_assumed_line(data, unit))
     params = f" ({data['params']:,} parameters)" if data.get("params") is not None else ""
     say(f"model {data['model']}{params}, regime {data['regime']}: {data['description']}")
@@ -184,10 +184,14 @@ ASSUMED_SHOWN = 3      # the settings the assumed line names: those that decide 
 
 
 def _assumed_line(data: dict, unit: str | None) -> str:
-    """'assumed (qlora's recipe trl; ...): checkpointing=full (decides 1.20 GiB), ...': the settings of the
-    regime's recipe the user did not give that decide the most bytes (all of them: --json's ``assumed``)."""
+    """'assumed (qlora's recipe trl; ...): checkpointing=full (decides 1.20 GiB), ...': the regime's recipe
+    and the settings of it the user did not give that decide the most bytes (all of them: --json's
+    ``assumed``); for a regime that other engines answer too (inference), those engines."""
     rows = data["assumed"][:ASSUMED_SHOWN]
     rec = data.get("recipe")
+    if rec and not rows:
+        return (f"assumed ({data['regime']}'s recipe {rec['name']}: {rec['description']}; "
+                + " or ".join(f"--regime {show(e)}" for e in rec["engines"]) + " for those engines)")
     whose = f"{data['regime']}'s recipe {rec['name']}" if rec else f"regime {data['regime']}'s settings"
     change = (f"--recipe {' or '.join(rec['others'])} or a flag changes them" if rec and rec["others"]
               else "a flag changes each")
