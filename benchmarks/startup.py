@@ -12,7 +12,9 @@
 5. ``html`` with the whole catalog, warm                       [<= 3 s]
 6. in-process ``r.evaluate(batch=.., seq=..)`` of a compiled regime, exact, for inference,
    training and training with FSDP2 on 8 GPUs                 [>= 100,000 / 50,000 / 50,000 a second]
-7. with ``--install``: ``pip install --no-deps .`` of the project into a fresh virtual
+7. ``estimate`` of a GGUF file against the same ``estimate`` of a catalog model, warm (a file with
+   Llama 3's tokenizer: 128,256 tokens and 280,000 merges, walked and not decoded)   [<= 2x]
+8. with ``--install``: ``pip install --no-deps .`` of the project into a fresh virtual
    environment (the build requirements from pip's cache)      [<= 60 s]
 
     python benchmarks/startup.py [--runs 15] [--install]
@@ -69,6 +71,44 @@ def alternating(jobs, runs):
         for name, (argv, env, before) in jobs.items():
             times[name].append(once(argv, env, before))
     return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def write_gguf(path):
+    """A Llama-shaped GGUF whose metadata is the size of Llama 3's (128,256 token strings and types,
+    280,000 merges) and whose tensors are small (two layers): what the header walk costs."""
+    import gguf
+    import numpy as np
+    T = gguf.GGMLQuantizationType
+    w = gguf.GGUFWriter(path, "llama")
+    h, L, nq, nkv, ff, V = 256, 2, 4, 2, 512, 128256
+    for add, v in [(w.add_context_length, 8192), (w.add_embedding_length, h), (w.add_block_count, L),
+                   (w.add_feed_forward_length, ff), (w.add_head_count, nq), (w.add_head_count_kv, nkv),
+                   (w.add_layer_norm_rms_eps, 1e-5), (w.add_file_type, 15)]:
+        add(v)
+    w.add_token_list([f"tok{i}".encode() for i in range(V)])
+    w.add_token_types([1] * V)
+    w.add_token_merges([f"a{i} b{i}".encode() for i in range(280000)])
+
+    def tensor(name, shape, qt):
+        block, size = gguf.GGML_QUANT_SIZES[qt]
+        data = (np.zeros(shape, dtype=np.float32) if qt == T.F32
+                else np.zeros((*shape[:-1], shape[-1] // block * size), dtype=np.uint8))
+        w.add_tensor(name, data, raw_dtype=None if qt == T.F32 else qt)
+
+    d = h // nq
+    tensor("token_embd.weight", (V, h), T.Q4_K)
+    for i in range(L):
+        for n, shape, qt in [("attn_norm", (h,), T.F32), ("attn_q", (nq * d, h), T.Q4_K), ("attn_k", (nkv * d, h), T.Q4_K),
+                             ("attn_v", (nkv * d, h), T.Q6_K), ("attn_output", (h, nq * d), T.Q4_K),
+                             ("ffn_norm", (h,), T.F32), ("ffn_gate", (ff, h), T.Q4_K), ("ffn_up", (ff, h), T.Q4_K),
+                             ("ffn_down", (h, ff), T.Q6_K)]:
+            tensor(f"blk.{i}.{n}.weight", shape, qt)
+    tensor("output_norm.weight", (h,), T.F32)
+    tensor("output.weight", (V, h), T.Q6_K)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
 
 
 def evaluate_rate(regime="inference", options=None, inputs=None, n=20_000):
@@ -128,6 +168,12 @@ def main():
         for name, cmd in MORE.items():
             subprocess.run([*entry, *cmd], env=warm, stdout=subprocess.DEVNULL)
             jobs["warm " + name] = ([*entry, *cmd], warm, None)
+        gguf_file = os.path.join(tmp, "llama3-tokenizer.gguf")
+        write_gguf(gguf_file)
+        lcpp = ["--regime", "llama_cpp", "--batch", "1", "--seq", "4096"]
+        for name, model in [("gguf", ["--model", gguf_file]), ("gguf catalog", ["--model", "llama-3.1-8b", "--quant", "q4_k_m"])]:
+            subprocess.run([*entry, "estimate", *model, *lcpp], env=warm, stdout=subprocess.DEVNULL)
+            jobs[name] = ([*entry, "estimate", *model, *lcpp], warm, None)
         t = alternating(jobs, args.runs)
         cold_runs = max(1, args.runs // 5)
         cold_t = alternating({name: ([*entry, *cmd], cold, clear) for name, cmd in {**COMMANDS, **MORE}.items()},
@@ -152,6 +198,8 @@ def main():
               + (f" [target <= {warm_target} s]" if warm_target else "")
               + f"; cold {cold_t[name]:.3f} s" + (f" [target <= {cold_target} s]" if cold_target else ""))
     print(f"  vramsym html (whole catalog) warm   {html_t:.3f} s [target <= 3 s]")
+    print(f"  vramsym estimate of a GGUF (Llama 3's tokenizer) warm {t['gguf']:.3f} s = "
+          f"{t['gguf'] / t['gguf catalog']:.2f}x the catalog model's {t['gguf catalog']:.3f} s [target <= 2x]")
     for label, regime, opts, inputs, target in [
             ("inference", "inference", {"precision": "bf16"}, {}, 100_000),
             ("training", "train", {"precision": "mixed_bf16"}, {}, 50_000),

@@ -609,3 +609,24 @@ def test_llama_cpp_from_a_config_counts_the_gguf_tensor_types(tmp_path, capsys, 
     got = {c["name"]: c["bytes"] for c in data["components"]}
     gpu, host = _gguf_bytes(cfg, quant)
     assert got["lcpp_weights"] == int(gpu) and got["lcpp_weights_host"] == int(host)
+
+
+def test_the_ggml_type_table_is_llama_cpp_s():
+    """formulas/ggml_types.json (read when a GGUF is, so that reading one needs neither numpy nor the
+    gguf package) holds llama.cpp's gguf-py table: every type's number, name, block and block bytes."""
+    gguf = pytest.importorskip("gguf")
+    from vramsym.catalog.gguf_file import ggml_types
+    theirs = {int(q): (q.name, b, t) for q, (b, t) in gguf.GGML_QUANT_SIZES.items()}
+    assert ggml_types() == theirs
+
+
+def test_reading_a_gguf_imports_neither_numpy_nor_gguf(tmp_path):
+    """A GGUF command costs what any other costs: the header walk is plain Python (benchmarks/startup.py
+    times it against a catalog estimate)."""
+    import subprocess
+    import sys
+    write_gguf(tmp_path / "tiny.gguf")
+    code = ("import sys, vramsym; vramsym.load_model(sys.argv[1]); "
+            "print(sorted(m for m in ('numpy', 'gguf') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "tiny.gguf")], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr

@@ -30,7 +30,6 @@ GATES = {
     ("vramsym.engine.runtime", "vramsym.engine.compiler"),
     ("vramsym.printers.calculator", "vramsym.printers.codegen"),  # a page group not in the cache: printed
     # (b) optional dependencies, one gate each (pint's compat.py habit)
-    ("vramsym.catalog.gguf_file", "gguf"),                       # vramsym[gguf]
     ("vramsym.catalog.hub", "vramsym.catalog.hub_client"),       # vramsym[hub]: hub_client imports huggingface_hub
     ("vramsym.printers.plot", "matplotlib.colors"),              # vramsym[plot]: one statement, both modules
     ("vramsym.printers.plot", "matplotlib.pyplot"),

@@ -4,17 +4,19 @@ The header is walked here (ggml docs/gguf.md), with every length, string and cou
 against the file's size before it is used: scalars and short strings are kept, arrays only as
 their item type and count (never materialised: a tokenizer's 150,000 strings are walked, not
 decoded), then the tensor infos (name, dimensions, ggml type, offset). No tensor data is read.
-The ``gguf`` package (llama.cpp's gguf-py, the ``gguf`` extra) is used only for its tables of
-ggml types and block sizes. The architecture's hyper-parameters (``{arch}.embedding_length``,
+The ggml types and their block sizes are data (formulas/ggml_types.json, the table of
+llama.cpp's gguf-py): reading a header imports neither numpy nor the gguf package. The architecture's hyper-parameters (``{arch}.embedding_length``,
 ``block_count``, ``attention.head_count``, ...) are mapped onto the Hugging Face config fields
 the formula files read (``hidden_size``, ``num_hidden_layers``, ...), checked to be numbers of
 the right kind and to agree with the tensors (the blocks present, the attention projections'
-shapes); every tensor's bytes come from its ggml type and shape (``GGML_QUANT_SIZES``: elements
-per block, bytes per block). The file is untrusted: every problem is an
+shapes); every tensor's bytes come from its ggml type and shape (elements per block, bytes per
+block). The file is untrusted: every problem is an
 :class:`~vramsym.errors.InputError` naming the file.
 """
 from __future__ import annotations
 
+import functools
+import json
 import math
 import os
 import re
@@ -23,7 +25,7 @@ from fractions import Fraction
 
 from ..errors import InputError
 from .checkpoints import Checkpoint, Tensor, checkpoint_fields
-from .paths import open_member
+from .paths import formulas_path, open_member, read_text
 from .sources import Found
 
 # GGUF metadata key (after "{arch}.") -> the config.json field the formula files read
@@ -237,14 +239,16 @@ def _walk(path, f, size, n_tensors, n_kv):
     return meta, infos, w.pos + (-w.pos) % align
 
 
+@functools.lru_cache(maxsize=1)
+def ggml_types() -> dict:
+    """ggml type number -> (name, values per block, bytes per block), from formulas/ggml_types.json."""
+    data = json.loads(read_text(os.path.join(formulas_path(), "ggml_types.json")))["types"]
+    return {int(k): (v["name"], v["block"], v["bytes"]) for k, v in data.items()}
+
+
 def read_gguf(path, root=None):
     """(metadata dict, Checkpoint) of a GGUF file, from its header. Metadata values are ints,
     floats, bools, strings, :class:`Array` (item type and count) or :class:`LongString`."""
-    try:
-        import gguf
-    except ImportError:
-        raise InputError(f"reading '{path}' needs the gguf package (llama.cpp's reader): "
-                         f"pip install 'vramsym[gguf]'") from None
     f, size = open_member(path, root, "GGUF file")
     with f:
         try:
@@ -269,23 +273,22 @@ def read_gguf(path, root=None):
         raise _bad(path, "it holds no tensors (a vocabulary-only file?): not a model's weights")
     tensors, spans = [], []
     for name, shape, ttype, offset in infos:
-        try:
-            qtype = gguf.GGMLQuantizationType(ttype)
-            block, tsize = gguf.GGML_QUANT_SIZES[qtype]
-        except (ValueError, KeyError):
-            raise _bad(path, f"tensor '{name[:80]}' has an unknown ggml type {ttype}") from None
+        kind = ggml_types().get(ttype)
+        if kind is None:
+            raise _bad(path, f"tensor '{name[:80]}' has an unknown ggml type {ttype}")
+        tname, block, tsize = kind
         numel = 1
         for d in shape:
             numel *= d
         if numel % block:
-            raise _bad(path, f"tensor '{name[:80]}' of type {qtype.name} has {numel:,} elements, not a whole "
+            raise _bad(path, f"tensor '{name[:80]}' of type {tname} has {numel:,} elements, not a whole "
                              f"number of its {block}-element blocks")
         nbytes = numel // block * tsize
         begin = data_start + offset
         if begin + nbytes > size:
             raise _bad(path, f"tensor '{name[:80]}' ({nbytes:,} bytes at offset {offset:,}) runs past the end "
                              f"of the file ({size:,} bytes): truncated?")
-        tensors.append(Tensor(name, qtype.name, shape, nbytes, path))
+        tensors.append(Tensor(name, tname, shape, nbytes, path))
         spans.append((begin, begin + nbytes, name))
     spans.sort()
     for (b0, e0, n0), (b1, e1, n1) in zip(spans, spans[1:]):

@@ -12,6 +12,7 @@ import functools
 import json
 import os
 
+from ..catalog.paths import formulas_path, read_text
 from ..errors import InputError, suggest
 from ..records import Interface
 
@@ -65,7 +66,6 @@ def _check_choice(interface: Interface, name: str, choice: str, where: str) -> N
 
 @functools.lru_cache(maxsize=None)
 def _recipes_file() -> dict:
-    from ..catalog.paths import formulas_path, read_text
     return json.loads(read_text(os.path.join(formulas_path(), RECIPES_FILE)))["regimes"]
 
 
