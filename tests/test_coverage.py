@@ -163,3 +163,25 @@ def test_gemma4_hub_style_config_and_refusals(tool):
         vramsym.compile(model, "inference", {}).evaluate(batch=1, seq=64)
     with pytest.raises(VramError, match="tensor parallelism over 2 GPUs"):
         vramsym.compile(model, "inference_kv", {}).evaluate(batch=1, seq=64, n_tp=2, n_gpu=2)
+
+
+@pytest.mark.parametrize("name,regime", [("gemma-4-e2b", "inference"), ("jamba-v0.1", "lora"),
+                                         ("qwen3-next-80b-a3b", "train")])
+def test_a_refusal_names_the_regimes_that_answer_for_the_model(name, regime):
+    """A refused (model, regime) names the regimes whose components model the model, and each of
+    them answers (it does not refuse in turn) while the refused one still refuses."""
+    import re
+    import vramsym
+    from vramsym.errors import NotModelled
+    with pytest.raises(NotModelled) as e:
+        vramsym.compile(name, regime, {}).evaluate(batch=1, seq=64)
+    found = re.search(r"regimes that answer for it: ([a-z0-9_, ]+);", str(e.value))
+    assert found, str(e.value)
+    answering = found.group(1).split(", ")
+    assert regime not in answering and "inference_kv" in answering
+    for other in answering:
+        r = vramsym.compile(name, other, {})
+        inputs = {"batch": 1, "seq": 64}
+        if r.regime.symbol("capacity"):
+            inputs = r.with_gpu(inputs, "h100")
+        assert r.evaluate(inputs).total_bytes > 0

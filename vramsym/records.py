@@ -112,19 +112,22 @@ class Preset(_Record):
 
 
 class Regime(_Record):
-    """A regime of the vocabulary: what it extends, its labels, the options it sets."""
-    __slots__ = ("name", "extends", "description", "labels", "sets")
+    """A regime of the vocabulary: what it extends, its labels, the options it sets, its components
+    (the terms its chain adds and its phases name, whatever the options)."""
+    __slots__ = ("name", "extends", "description", "labels", "sets", "components")
 
-    def __init__(self, name: str, extends: str | None, description: str, labels: tuple, sets: tuple):
+    def __init__(self, name: str, extends: str | None, description: str, labels: tuple, sets: tuple,
+                 components: tuple = ()):
         _set(self, "name", name)
         _set(self, "extends", extends)
         _set(self, "description", description)
         _set(self, "labels", labels)
         _set(self, "sets", sets)  # ((option, choice), ...)
+        _set(self, "components", components)
 
     def to_json(self) -> dict:
         return {"extends": self.extends, "description": self.description, "labels": list(self.labels),
-                "sets": [list(s) for s in self.sets]}
+                "sets": [list(s) for s in self.sets], "components": list(self.components)}
 
 
 class Fit(_Record):
@@ -211,7 +214,8 @@ class Interface(_Record):
              for n, o in d["options"].items()},
             {n: Preset(n, {label: tuple(tuple(a) for a in sets) for label, sets in p["choices"].items()})
              for n, p in d.get("presets", {}).items()},
-            {n: Regime(n, r["extends"], r["description"], tuple(r["labels"]), tuple(tuple(s) for s in r["sets"]))
+            {n: Regime(n, r["extends"], r["description"], tuple(r["labels"]), tuple(tuple(s) for s in r["sets"]),
+                       tuple(r.get("components", ())))
              for n, r in d["regimes"].items()},
             tuple(Fit(r, dict(o)) for r, o in d["fits"]),
             {n: Symbol(n, m["alias"], m["description"], Domain(m["domain"])) for n, m in d["symbols"].items()})

@@ -19,6 +19,41 @@ from ..records import Interface
 RECIPES_FILE = "recipes.json"
 
 
+def assembled(chain) -> tuple:
+    """(components, phases, lets) of a regime chain, root first: the components are the added terms (in
+    order), then the phases' terms no ``add`` named; a phase is name -> (description, its own terms)."""
+    added = []
+    phase_defs = {}    # name -> (description, own terms), in order
+    lets = {}
+    for r in chain:
+        for comp, _ in r.add:
+            if comp not in added:
+                added.append(comp)
+        for ph in r.phases:          # a child's phase of the same name replaces its parent's
+            phase_defs[ph.name] = (ph.description, list(dict.fromkeys(t for t, _ in ph.terms)))
+        for comp, _ in r.drop:       # drop removes a term everywhere
+            if comp in added:
+                added.remove(comp)
+            for _, own in phase_defs.values():
+                if comp in own:
+                    own.remove(comp)
+        for let in r.lets:
+            lets[let.name] = let
+    components = list(added)
+    for _, own in phase_defs.values():
+        components += [t for t in own if t not in components]
+    return components, phase_defs, lets
+
+
+def _chain(lib, name: str) -> list:
+    """The regime definitions of ``name``'s chain, root first (what it extends, and so on)."""
+    out = []
+    while name is not None:
+        out.append(lib.regimes[name])
+        name = lib.regimes[name].extends
+    return out[::-1]
+
+
 def interface_of(lib) -> Interface:
     cached = getattr(lib, "_interface", None)
     if cached is not None:
@@ -30,7 +65,8 @@ def interface_of(lib) -> Interface:
                                     for labels, assigns, _ in p.cases for label in labels}}
                     for n, p in lib.presets.items()},
         "regimes": {n: {"extends": r.extends, "description": r.description, "labels": list(r.labels),
-                        "sets": [[o, c] for o, c, _ in r.options]} for n, r in lib.regimes.items()},
+                        "sets": [[o, c] for o, c, _ in r.options],
+                        "components": assembled(_chain(lib, n))[0]} for n, r in lib.regimes.items()},
         "fits": [[f.regime, {o: c for o, c, _ in f.options}] for f in lib.fits],
         "symbols": {n: {"alias": d.alias, "description": d.description, "domain": d.domain}
                     for n, d in lib.symbols.items()},

@@ -18,7 +18,7 @@ from ..lang.build import make_symbol, placeholder, to_sympy
 from ..lang.diagnostics import MSG_CYCLE, InputError
 from ..lang.library import Library, find_cycle, names_in
 from ..lang.parse import deep_recursion
-from .options import interface_of, regime_names, resolve_options
+from .options import assembled, interface_of, regime_names, resolve_options
 
 
 def regime_chain(lib: Library, name: str) -> List[A.RegimeDef]:
@@ -71,32 +71,17 @@ class Composed:
         return dict(self.options).get(name)
 
 
+def regime_components(lib: Library, name: str) -> List[str]:
+    """The components of regime ``name`` (the same for every choice of its options)."""
+    return assembled(regime_chain(lib, name))[0]
+
+
 def compose(lib: Library, name: str, options: Mapping[str, str] = (),
             config: Optional[Mapping] = None) -> Composed:
     """Compose regime ``name``; ``config`` is the model's config, read by options declared ``from``."""
     chain = regime_chain(lib, name)
     opts = resolve_options(interface_of(lib), name, dict(options), config)
-    added: List[str] = []
-    phase_defs: Dict[str, Tuple[str, List[str]]] = {}    # name -> (description, own terms), in order
-    lets: Dict[str, A.Let] = {}
-    for r in chain:
-        for comp, _ in r.add:
-            if comp not in added:
-                added.append(comp)
-        for ph in r.phases:          # a child's phase of the same name replaces its parent's
-            phase_defs[ph.name] = (ph.description, list(dict.fromkeys(t for t, _ in ph.terms)))
-        for comp, _ in r.drop:       # drop removes a term everywhere
-            if comp in added:
-                added.remove(comp)
-            for _, own in phase_defs.values():
-                if comp in own:
-                    own.remove(comp)
-        for let in r.lets:
-            lets[let.name] = let
-    # components: the added terms (in order), then the phases' terms no `add` named
-    components: List[str] = list(added)
-    for _, own in phase_defs.values():
-        components += [t for t in own if t not in components]
+    components, phase_defs, lets = assembled(chain)
     symbols = {n: make_symbol(d) for n, d in lib.symbols.items()}
 
     # Which names are definitions (terms and overrides) rather than free symbols.

@@ -207,10 +207,17 @@ class BoundRegime:
             self._refuse_gap(unmodelled(self.model, (), values))     # a layout (--tp 2) that does not
         return values, prov, unused
 
+    #: the vocabulary's regimes (name -> vramsym.records.Regime), set by :func:`compile`: a refusal names
+    #: those whose components model this model
+    regimes = {}
+
     def _refuse_gap(self, gap) -> None:
         if gap is not None and self.model.assume is None:
-            raise NotModelled(self._gap_sentence(gap) + "; refused rather than guessed, `--assume llama` gives a "
-                              "Llama-style approximation", gap)
+            answer = [n for n, r in sorted(self.regimes.items()) if r.components and "heuristic" not in r.labels
+                      and n != self.regime.regime and unmodelled(self.model, r.components) is None]
+            others = f"; regimes that answer for it: {', '.join(answer)}" if answer else ""
+            raise NotModelled(self._gap_sentence(gap) + others + "; refused rather than guessed, `--assume llama` "
+                              "gives a Llama-style approximation", gap)
 
     def _gap_sentence(self, gap) -> str:
         return f"model_type {self.model.config.get('model_type')!r}: regime '{self.regime.regime}' does not model {gap}"
@@ -403,6 +410,7 @@ def compile(model=None, regime: str = "inference", options=None, library=None, f
     vocabulary = vocabulary or Vocabulary.of(formulas, library)
     cfg = model.config if model is not None else None
     c = BoundRegime(vocabulary.compiled(regime, options, cfg), model, vocabulary.known_inputs())
+    c.regimes = vocabulary.interface.regimes
     if getattr(model, "checkpoint", None) and dict(c.regime.options).get("weights_source") == "file" \
             and any(t.name == "weights" for t in c.regime.components):
         # the same regime with the weights counted by the formulas, to compare with the headers
