@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import vramsym
+from helpers import run_cli
 from vramsym.cli import ExitStatus, main
 from vramsym.errors import InputError
 
@@ -630,3 +631,86 @@ def test_reading_a_gguf_imports_neither_numpy_nor_gguf(tmp_path):
             "print(sorted(m for m in ('numpy', 'gguf') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "tiny.gguf")], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
+
+
+# ---- llama.cpp's -ngl: partial offload (issue 25) ----
+
+def _offloaded(n_layer, ngl):
+    """Which layers llama.cpp puts on the GPU for -ngl: src/llama-model.cpp load_tensors, written out
+    (i_gpu_start, act_gpu_layers; layer n_layer is the output layer)."""
+    i_gpu_start = max(n_layer + 1 - ngl, 0)
+    act = min(ngl, n_layer + 1)
+    return [il for il in range(n_layer + 1) if not (il < i_gpu_start or il - i_gpu_start >= act)]
+
+
+def _gguf_bytes_by_layer(cfg, quant):
+    """Each block's bytes and the output layer's, from the same per-tensor enumeration as _gguf_bytes."""
+    rate = {"q8_0": 34 / 32, "q4_0": 18 / 32, "q4_k_m": 144 / 256, "q6_k": 210 / 256}
+    h, i_ff, n, v = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"], cfg["vocab_size"]
+    kv = cfg["num_key_value_heads"] * (h // cfg["num_attention_heads"])
+    out = rate["q6_k"] if quant in ("q4_0", "q4_k_m") else rate[quant]
+    blocks = []
+    for i in range(n):
+        more = quant == "q4_k_m" and _use_more_bits(i, n)
+        blocks.append((h * h + h * kv + h * h + 2 * h * i_ff) * rate[quant] + 2 * h * 4
+                      + (h * kv + i_ff * h) * (rate["q6_k"] if more else rate[quant]))
+    return blocks, v * h * out + h * 4
+
+
+@pytest.mark.parametrize("quant", ["q4_k_m", "q8_0"])
+@pytest.mark.parametrize("layers", [9, 32])
+def test_gpu_layers_place_the_output_first_then_the_last_blocks(tmp_path, capsys, quant, layers):
+    """-ngl N: the GPU holds the output layer and the last N - 1 blocks, to the byte of a per-layer
+    enumeration with llama.cpp's placement rule and llama-quantize's per-layer types; the host holds
+    the rest (the token embedding always); the KV of each layer is on its layer's device."""
+    cfg = dict(TINY, hidden_size=256, intermediate_size=512, num_hidden_layers=layers, num_attention_heads=4,
+               num_key_value_heads=2, vocab_size=512)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    blocks, output = _gguf_bytes_by_layer(cfg, quant)
+    whole = None
+    for ngl in sorted({0, 1, 2, 3, layers // 2, layers - 1, layers, layers + 1}):
+        data = estimate_json(capsys, "--model", str(path), "--regime", "llama_cpp", "--quant", quant,
+                             "--gpu-layers", str(ngl))
+        got = {c["name"]: c["bytes"] for c in data["components"]}
+        on = _offloaded(layers, ngl)
+        gpu = sum(blocks[i] for i in on if i < layers) + (output if layers in on else 0)
+        assert got["lcpp_weights"] == int(gpu), ngl
+        total = got["lcpp_weights"] + got["lcpp_weights_host"]
+        assert whole is None or total == whole
+        whole = total
+        per_layer_kv = (got["lcpp_kv_cache"] + got.get("lcpp_kv_cache_host", 0)) // layers
+        assert got["lcpp_kv_cache"] == per_layer_kv * len([i for i in on if i < layers])
+
+
+def test_solve_max_gpu_layers_fits_and_one_more_does_not(capsys):
+    """`solve max_gpu_layers` for a card too small for the whole model: the answer's estimate fits,
+    one more layer's does not; a card that holds everything answers L + 1."""
+    argv = ["--model", "llama-3.1-8b", "--regime", "llama_cpp", "--quant", "q4-k-m", "--seq", "4096", "--batch", "1"]
+    code, out, err = run_cli(["solve", "max_gpu_layers", *argv, "--gpu", "4GB", "--json"])
+    assert code == 0, err
+    n = json.loads(out)["value"]
+    assert 0 < n < 33
+    at = json.loads(run_cli(["estimate", *argv, "--gpu-layers", str(n), "--gpu", "4GB", "--json"])[1])
+    over = json.loads(run_cli(["estimate", *argv, "--gpu-layers", str(n + 1), "--gpu", "4GB", "--json"])[1])
+    assert at["fits"] and not over["fits"]
+    assert json.loads(run_cli(["solve", "max_gpu_layers", *argv, "--gpu", "80GB", "--json"])[1])["value"] == 33
+
+
+@pytest.mark.parametrize("value,needle", [("-1", "must be non-negative"), ("999", "at most L + 1 = 33"),
+                                          ("2.5", "a whole number"), ("all", "not a number")])
+def test_a_bad_gpu_layers_is_exit_1_with_a_sentence(value, needle):
+    code, _, err = run_cli(["estimate", "--model", "llama-3.1-8b", "--regime", "llama_cpp", "--quant", "q4-k-m",
+                            "--seq", "512", "--batch", "1", "--gpu-layers", value])
+    assert code == 1 and "gpu_layers" in err and needle in err and "Traceback" not in err
+
+
+def test_a_gguf_file_partly_offloaded_keeps_the_rest_on_the_host(tmp_path, capsys):
+    sizes = write_gguf(tmp_path / "tiny.gguf")
+    embd, out = sizes["token_embd.weight"], sizes["output.weight"] + sizes["output_norm.weight"]
+    blocks = sum(sizes.values()) - embd - out
+    for ngl, gpu in [(0, 0), (1, out), (2, out + blocks // 2), (3, out + blocks)]:
+        data = estimate_json(capsys, "--model", str(tmp_path / "tiny.gguf"), "--regime", "llama_cpp",
+                             "--gpu-layers", str(ngl))
+        got = {c["name"]: c["bytes"] for c in data["components"]}
+        assert got["lcpp_weights"] == gpu and got["lcpp_weights"] + got["lcpp_weights_host"] == sum(sizes.values())

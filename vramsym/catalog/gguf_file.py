@@ -394,6 +394,7 @@ def read_gguf_model(path, root=None) -> Found:
     fields, more = checkpoint_fields(ckpt, cfg)
     embd = sum(t.nbytes for t in ckpt.tensors if t.name == "token_embd.weight")
     fields["ckpt_embd_bytes"] = embd
+    fields["ckpt_out_bytes"] = sum(t.nbytes for t in ckpt.tensors if t.name in ("output.weight", "output_norm.weight"))
     ftype = meta.get("general.file_type")
     if isinstance(ftype, int) and not isinstance(ftype, bool) and ftype in FTYPE_QUANT:
         fields["ckpt_quant"] = FTYPE_QUANT[ftype]
