@@ -714,3 +714,25 @@ def test_a_gguf_file_partly_offloaded_keeps_the_rest_on_the_host(tmp_path, capsy
                              "--gpu-layers", str(ngl))
         got = {c["name"]: c["bytes"] for c in data["components"]}
         assert got["lcpp_weights"] == gpu and got["lcpp_weights"] + got["lcpp_weights_host"] == sum(sizes.values())
+
+
+@pytest.mark.parametrize("name,window,swa", [("gemma-3-12b", 1024, True), ("gpt-oss-20b", 128, True),
+                                             ("mistral-7b-v0.1", 4096, False)])
+@pytest.mark.parametrize("seq,ubatch,batch", [(32768, 512, 1), (1000, 512, 1), (8192, 128, 4)])
+def test_llama_cpp_keeps_a_window_sized_cache_for_the_sliding_layers(name, window, swa, seq, ubatch, batch):
+    """llama_kv_cache_iswa: the sliding layers get GGML_PAD(min(n_ctx_seq, n_swa + n_ubatch), 256) cells per
+    sequence, the others n_ctx_seq, written out here from llama.cpp's source; Mistral-7B-v0.1's GGUF is
+    llama.cpp's llama architecture, which has no window (its cache is full in every layer)."""
+    model = vramsym.load_model(name)
+    cfg = model.config
+    r = vramsym.compile(model, "llama_cpp", {"quant": "q8_0"})
+    est = r.evaluate(batch=batch, seq=seq, n_ubatch=ubatch)
+    kv = next(c.bytes for c in est.components if c.name == "lcpp_kv_cache")
+    pad = lambda x: -(-x // 256) * 256        # noqa: E731
+    ctx = pad(seq)
+    layers = cfg["num_hidden_layers"]
+    sliding = est.binding.values["L_swa"] if swa else 0
+    assert cfg.get("sliding_window") == window and (sliding > 0) == swa
+    cells = batch * ((layers - sliding) * ctx + sliding * pad(min(ctx, window + ubatch)))
+    d = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    assert kv == cells * cfg["num_key_value_heads"] * d * 2 * 2
