@@ -736,3 +736,7 @@ def test_llama_cpp_keeps_a_window_sized_cache_for_the_sliding_layers(name, windo
     cells = batch * ((layers - sliding) * ctx + sliding * pad(min(ctx, window + ubatch)))
     d = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
     assert kv == cells * cfg["num_key_value_heads"] * d * 2 * 2
+    # --swa-full 1 (the C API's default, llama-cpp-python's): every layer's cache is n_ctx_seq
+    full = r.evaluate(batch=batch, seq=seq, n_ubatch=ubatch, swa_full=1)
+    kv_full = next(c.bytes for c in full.components if c.name == "lcpp_kv_cache")
+    assert kv_full == batch * layers * ctx * cfg["num_key_value_heads"] * d * 2 * 2
