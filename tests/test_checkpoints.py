@@ -736,6 +736,13 @@ def test_llama_cpp_keeps_a_window_sized_cache_for_the_sliding_layers(name, windo
     cells = batch * ((layers - sliding) * ctx + sliding * pad(min(ctx, window + ubatch)))
     d = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
     assert kv == cells * cfg["num_key_value_heads"] * d * 2 * 2
+    # --kv-unified 1 (llama-server's default slots): one stream of GGML_PAD(b x s, 256) cells, the sliding
+    # layers' window once per sequence it holds
+    uni = r.evaluate(batch=batch, seq=seq, n_ubatch=ubatch, kv_unified=1)
+    kv_uni = next(c.bytes for c in uni.components if c.name == "lcpp_kv_cache")
+    n_ctx = pad(batch * seq)
+    cells = (layers - sliding) * n_ctx + sliding * pad(min(n_ctx, window * batch + ubatch))
+    assert kv_uni == cells * cfg["num_key_value_heads"] * d * 2 * 2
     # --swa-full 1 (the C API's default, llama-cpp-python's): every layer's cache is n_ctx_seq
     full = r.evaluate(batch=batch, seq=seq, n_ubatch=ubatch, swa_full=1)
     kv_full = next(c.bytes for c in full.components if c.name == "lcpp_kv_cache")
