@@ -12,8 +12,9 @@ def derivation(result, lib, fmt: str = "markdown", standalone: bool = False) -> 
     """The derivation of an ``Estimate`` or ``Solution`` as Markdown or LaTeX.
 
     ``fmt``: ``"markdown"`` (headings, tables, ``$...$`` / ``$$...$$`` math) or ``"latex"``
-    (a fragment of sections, ``equation*`` / ``align*`` environments and tables; with
-    ``standalone=True`` a complete ``article`` document using amsmath).
+    (a fragment of sections, ``equation*`` / ``align*`` environments and ``longtable`` tables,
+    laid out to fit article's page, for a preamble with amsmath, array and longtable; with
+    ``standalone=True`` a complete ``article`` document).
     """
     if fmt in ("markdown", "md"):
         return derivation_markdown(result, lib)
