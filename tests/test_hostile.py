@@ -238,6 +238,13 @@ def test_hostile_descriptions_in_c_javascript_and_latex(tmp_path):
     est = vramsym.estimate(m, "hr", inputs={"batch": 1, "seq": 8}, library=lib)
     tex = vramsym.derive(est, "latex", library=lib)
     assert "\\input{/etc/passwd}" not in tex and "\\textbackslash{}input" in tex
+    if shutil.which("pdflatex"):      # it compiles: a character pdflatex cannot typeset is named ([U+2713])
+        doc = vramsym.derive(est, "latex", library=lib, standalone=True)
+        (tmp_path / "h.tex").write_text(doc)
+        r = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape", "h.tex"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout[-2000:]
+        assert "[U+2713]" in doc and "\u2713" not in doc
     md = vramsym.derive(est, "markdown", library=lib)
     assert "\\<tag>" in md and "<tag>" not in md.replace("\\<tag>", "")    # Markdown shows it, never renders it
 

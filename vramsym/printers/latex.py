@@ -33,9 +33,22 @@ _TEXT_ESCAPES = {
 }
 
 
+#: characters beyond Latin-1 and Latin Extended-A that pdflatex's utf8 input (with T1 fonts) typesets
+_TYPESET = set("\u2013\u2014\u2018\u2019\u201c\u201d\u2022\u2026")
+
+
+def _char(ch: str) -> str:
+    if ch in _TEXT_ESCAPES:
+        return _TEXT_ESCAPES[ch]
+    if ord(ch) <= 0x17F or ch in _TYPESET:
+        return ch
+    return f"[U+{ord(ch):04X}]"      # a character pdflatex cannot typeset (a check mark, CJK, an emoji): named
+
+
 def tex_text(s: str) -> str:
-    """Escape plain text for LaTeX text mode."""
-    return "".join(_TEXT_ESCAPES.get(ch, ch) for ch in str(s))
+    """Escape plain text for LaTeX text mode; a character pdflatex cannot typeset is written as its
+    code point ([U+2713]), so that any text compiles."""
+    return "".join(_char(ch) for ch in str(s))
 
 
 def mathrm(name: str) -> str:
