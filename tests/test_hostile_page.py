@@ -276,7 +276,7 @@ def test_the_page_reads_numbers_as_the_command_line(hostile_page, browser):
     browser.get(path.as_uri() + _link(batch=big, regime="inference", lora_rank=None))
     s = _state(browser)
     est = vramsym.compile("llama-3.1-8b", "inference", {"precision": "bf16"}).evaluate(batch=int(big), seq=512)
-    assert s["error"] == "" and s["total"] == str(est.total_bytes)
+    assert s["error"] == "" and s["total"] == f"{est.total_bytes:,}"
     shown = browser.execute_script(
         "return [...document.querySelectorAll('#breakdown tbody tr')].map(t => [t.cells[2].textContent, t.cells[3].textContent])")
     assert all("Infinity" not in g and "NaN" not in p for g, p in shown), shown
@@ -288,7 +288,7 @@ def test_hostile_names_are_escaped_text(hostile_page, browser):
     from urllib.parse import quote
     browser.get(path.as_uri() + "?model=" + quote(slots) + "&batch=1&seq=128")
     s = _state(browser)
-    assert s["error"] == "" and s["total"] == str(
+    assert s["error"] == "" and s["total"] == "{:,}".format(
         vramsym.compile(vramsym.load_model(slots)).evaluate(batch=1, seq=128).total_bytes)
     names = browser.execute_script("return [...document.getElementById('model').options].map(o => o.textContent)")
     assert names == ["llama-3.1-8b", slots, odd.replace("\udc80", "\\udc80").replace("\x1b", "\\x1b").replace("\x07", "\\x07")]

@@ -33,8 +33,8 @@ from sympy.printing.printer import Printer
 
 # the exact Python printer and the prepared regime are the engine's (stage 5 compiles with them)
 from ..engine.compiler import (_PY_RESERVED, PHASE_KEY, Entry, ExactPythonPrinter, Prepared,  # noqa: F401
-                               _arg_doc, _header_lines, _Renaming, _safe, prepare, py_module_start,
-                               py_string, python_module)
+                               _arg_doc, _header_lines, _multiple_bounds, _Renaming, _safe, _text, prepare,
+                               py_module_start, py_string, python_module)
 from ..engine.regimes import compose
 from ..lang.diagnostics import InputError
 from ..version import __version__
@@ -400,26 +400,108 @@ def js_exact(expr, arg: str = "a") -> str:
     return ExactJSPrinter({"arg": arg}).doprint(expr)
 
 
-def page_group(lib, regime: str, options: dict, free: dict) -> dict:
+def page_group(lib, regime: str, options: dict, free: dict, given=()) -> dict:
     """One group of the calculator page (vramsym.printers.calculator): the regime with its resolved
-    options, its components as exact JavaScript (``js``: one function of the arguments ``a``
-    returning every component), the bounds of its free inputs (``bounds``: alias -> kind -> a
-    function), its components' descriptions and its phases, printed from the sympy expressions."""
+    options, printed from the sympy expressions as exact JavaScript, each a function of the
+    arguments ``a``:
+
+    - ``components``: each component's name, description, sources, whether it is host memory,
+      its definition and formula as text and ``js``, the function of its bytes; a ``share``
+      component (allocator slack: a fraction of the peak phase's other GPU components) has the
+      function of its fraction instead, the page multiplies it by ``peak``;
+    - ``peak``: the components whose sum is that peak (``static``, plus the largest of the sums of
+      ``owns``), as the engine composes it (vramsym.engine.regimes.compose);
+    - ``phases``: the timeline, the components alive in each (indices into components);
+    - ``derived``: the symbols whose default reads what the page gives (``free``: input alias ->
+      symbol, and ``given``: the symbols the chosen GPU sets), in an order that computes each
+      after what it reads, with their domains;
+    - ``checks``: every bound the formula files declare (max, min, multiple, divides) that reads
+      one of those, as the engine checks them at binding (vramsym.engine.bind.check_bounds);
+    - ``symbols``: the alias, description and domain of each symbol these name."""
     composed = compose(lib, regime, dict(options))
     prep = prepare(composed, lib)
     comps = [e for e in prep.entries if e.key != "total" and not e.key.startswith(PHASE_KEY)]
     index = {e.key: i for i, e in enumerate(comps)}
     host = set(composed.host)
-    bounds = {}
-    for alias, sym in free.items():
-        for kind, (deps, expr) in (prep.bounds or {}).get(sym, {}).items():
-            if kind in ("max", "min"):
-                bounds.setdefault(alias, {})[kind] = f"(a) => {js_exact(expr)}"
+    shares = [c for c in composed.components if c in lib.terms and lib.terms[c].share]
+
+    def gpu(names):
+        return [c for c in names if c not in shares and c not in host]
+
+    def gpu_sum(names):
+        return sympy.Add(*[composed.expanded[c] for c in gpu(names)])
+
+    # the peak the shares are a fraction of, as regimes.compose builds it
+    if len(composed.phases) == 1:
+        static, owns = gpu(composed.components), []
+        peak = gpu_sum(composed.components)
+    else:
+        static = gpu(composed.static)
+        owns = [gpu(p.own) for p in composed.phases if gpu_sum(p.own) != 0]
+        exprs = list(dict.fromkeys(gpu_sum(o) for o in owns)) or [sympy.Integer(0)]
+        peak = gpu_sum(composed.static) + (exprs[0] if len(exprs) == 1 else sympy.Max(*exprs, evaluate=False))
+    fractions = {}
+    for c in shares:
+        d = composed.definitions[c]
+        frac = d.xreplace({s: composed.expanded[s.name] for s in d.free_symbols
+                           if s.name in composed.definitions and s.name != c})
+        if frac * peak == composed.expanded[c]:     # else printed whole, as every other component
+            fractions[c] = frac
+    components = []
+    for e in comps:
+        share = e.key in fractions
+        components.append({
+            "name": e.key, "description": e.description, "host": e.key in host, "sources": list(e.sources),
+            "share": share, "js": f"(a) => {js_exact(fractions[e.key] if share else e.expr)}",
+            "definition": str(composed.definitions.get(e.key, "")),
+            "formula": (f"{fractions[e.key]} * (the peak phase's other GPU components)" if share
+                        else str(composed.expanded.get(e.key, "")))})
+
+    # what the page gives, what defaults read it, and the bounds that read either
+    extra = _multiple_bounds(lib, composed, prep)
+    defaults = dict(prep.defaults, **extra["defaults"])
+    bounds = {n: dict(b) for n, b in prep.bounds.items()}
+    for n, v in extra["multiple"].items():
+        bounds.setdefault(n, {})["multiple"] = v
+    moving = set(free.values()) | set(given)
+    # a GPU's symbol has its default where the GPU does not set it (the CUDA total of a card
+    # the catalog has no measure of)
+    derived, grew = {n for n in given if n in defaults}, True
+    while grew:
+        grew = False
+        for n, (deps, _) in defaults.items():
+            if n not in free.values() and n not in derived and set(deps) & (moving | derived):
+                derived.add(n)
+                grew = True
+    order = []
+    while len(order) < len(derived):
+        ready = sorted(n for n in derived - set(order) if not (set(defaults[n][0]) & derived) - set(order))
+        if not ready:
+            raise InputError(f"regime {regime}: cyclic defaults among {', '.join(sorted(derived - set(order)))}")
+        order += ready
+    reads = moving | derived
+    checks = []
+    for n in sorted(bounds):
+        for kind in ("max", "min", "multiple"):
+            if kind in bounds[n]:
+                deps, x = bounds[n][kind]
+                if ({n} | set(deps)) & reads:
+                    checks.append({"symbol": n, "kind": kind, "args": list(deps), "text": _text(lib, x),
+                                   "js": f"(a) => {js_exact(x)}"})
+        for t in bounds[n].get("divides", ()):
+            if {n, t} & reads:
+                checks.append({"symbol": n, "kind": "divides", "target": t})
+    named = reads | {c["symbol"] for c in checks} | {c["target"] for c in checks if "target" in c} \
+        | {d for c in checks for d in c.get("args", ())}
     return {"args": list(prep.args), "description": composed.description,
-            "components": [{"name": e.key, "description": e.description, "host": e.key in host,
-                            "sources": list(e.sources)} for e in comps],
+            "components": components,
+            "peak": {"static": [index[c] for c in static], "owns": [[index[c] for c in o] for o in owns]},
             # the timeline: the page's total is the largest phase total, the sum of the components
             # alive in the phase (indices into components)
             "phases": [{"name": ph.name, "description": ph.description,
                         "components": [index[c] for c in ph.components]} for ph in composed.phases],
-            "bounds": bounds, "js": "(a) => [\n" + ",\n".join(js_exact(e.expr) for e in comps) + "]"}
+            "derived": [{"symbol": n, "args": list(defaults[n][0]), "js": f"(a) => {js_exact(defaults[n][1])}"}
+                        for n in order],
+            "checks": checks,
+            "symbols": {n: {"alias": lib.symbols[n].alias, "description": lib.symbols[n].description,
+                            "domain": str(lib.symbols[n].domain)} for n in sorted(named) if n in lib.symbols}}
