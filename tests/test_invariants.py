@@ -106,9 +106,14 @@ def test_mixed_precision_wins_only_when_activations_dominate(name, b, s):
 @SETTINGS
 @given(models, st.sampled_from(["inference", "train", "lora", "qlora"]), batches, seqs)
 def test_non_decreasing_in_batch_and_sequence(name, regime, b, s):
+    """Non-decreasing in the batch; in the sequence from one multiple of 8 to the next. Between them it is
+    not: with a sliding window at s >= W, CUDA's memory-efficient SDPA pads a mask whose key count is not
+    a multiple of 8 into a copy (formulas/inference.vram s_mask, measured), so s = 8k - 1 can need more
+    than s = 8k (Gemma-3-1B, batch 17: 15,447 tokens 28.35 GB, 15,448 tokens 23.09 GB)."""
     base = total(name, regime, {"batch": b, "seq": s})
     assert total(name, regime, {"batch": b + 1, "seq": s}) >= base
-    assert total(name, regime, {"batch": b, "seq": s + 1}) >= base
+    s8 = -(-s // 8) * 8
+    assert total(name, regime, {"batch": b, "seq": s8 + 8}) >= total(name, regime, {"batch": b, "seq": s8})
 
 
 @SETTINGS
