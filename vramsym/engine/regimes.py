@@ -71,11 +71,6 @@ class Composed:
         return dict(self.options).get(name)
 
 
-def regime_components(lib: Library, name: str) -> List[str]:
-    """The components of regime ``name`` (the same for every choice of its options)."""
-    return assembled(regime_chain(lib, name))[0]
-
-
 def compose(lib: Library, name: str, options: Mapping[str, str] = (),
             config: Optional[Mapping] = None) -> Composed:
     """Compose regime ``name``; ``config`` is the model's config, read by options declared ``from``."""
