@@ -239,11 +239,30 @@ def run_case(case, lib) -> dict:
         out["failed"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
         return out
     total = next(r for r in res["rows"] if r["component"] == "total (peak)")
+    # the choices a recipe (formulas/recipes.json) decides, as measured: a later change of a regime's
+    # default recipe must not re-predict this measurement under other settings
+    out["pinned"] = {k: res["options"][k] for k in PINNED if k in res.get("options", {})}
     out.update(predicted=total["predicted_bytes"], measured=total["measured_bytes"], rel=total["relative_error"],
                predicted_phase=res.get("predicted_peak_phase"), measured_phase=res.get("measured_peak_phase"),
                seconds=round(time.time() - t, 1),
                components=[{k: r[k] for k in ("component", "predicted_bytes", "measured_bytes")} for r in res["rows"]])
     return out
+
+
+#: options a regime's default recipe decides (its `set` lines); each measured case records their values
+PINNED = ("precision", "checkpointing", "quant")
+
+#: the choices of the cases measured before they were recorded (before 2026-12-04): QLoRA's default was
+#: then peft's prepare_model_for_kbit_training without gradient checkpointing (fp32, checkpointing none;
+#: the parameters and activations of those cases match that recipe to the byte); the other regimes'
+#: defaults have not changed since
+LEGACY_PINNED = {"qlora": {"precision": "fp32", "checkpointing": "none"}}
+
+
+def measured_options(r) -> dict:
+    """The options a row was measured under: its drawn ones over the recipe choices it recorded."""
+    pinned = r.get("pinned", LEGACY_PINNED.get(r["regime"], {}))
+    return dict(pinned, **r["options"])
 
 
 def repredict(rows, lib) -> int:
@@ -257,7 +276,7 @@ def repredict(rows, lib) -> int:
         case = {"model": {"catalog": r["model"]} if r["model"] != "synthetic" else {"config": r["config"]},
                 "family": r["family"]}
         try:
-            est = vramsym.compile(_model(case), r["regime"], dict(r["options"], overhead="none"),
+            est = vramsym.compile(_model(case), r["regime"], dict(measured_options(r), overhead="none"),
                                   library=lib).evaluate(dict(r["inputs"], batch=r["batch"], seq=r["seq"]))
         except vramsym.InputError as e:       # a family the formulas now refuse for this regime
             r.update(unsupported=str(e))
@@ -326,7 +345,8 @@ def summary_lines(rows, seed, k, small, multi) -> list:
              "prediction is vramsym's tensors-only total (`--overhead none`), the measurement PyTorch's "
              "peak under FakeTensorMode (`vramsym measure`), one rank under the fake process group for "
              "multi-GPU cases; the predictions are derived again from today's formulas each time the report is "
-             "written (the measurements do not depend on them). Error = (predicted - measured) / measured: negative is an under-prediction "
+             "written (the measurements do not depend on them), under the recipe choices each case was measured with (precision, "
+             "checkpointing: the options column shows them). Error = (predicted - measured) / measured: negative is an under-prediction "
              "(vramsym says it fits, the job runs out of memory).", "",
              f"**{len(rows)} cases: {len(done)} measured, "
              f"{sum('unsupported' in r for r in rows)} the harness does not run, "
@@ -373,7 +393,7 @@ def summary_lines(rows, seed, k, small, multi) -> list:
         for r in out_rows:
             name = r["model"] if r["model"] != "synthetic" else f"synthetic {r['family']}"
             lines.append(f"| {r.get('index', '')} | {r['rel'] * 100:+.2f}% | {name} | {r['regime']} | {r['layout']} | "
-                         f"{r['batch']} | {r['seq']} | {', '.join(f'{a}={b}' for a, b in sorted(r['options'].items()))} | "
+                         f"{r['batch']} | {r['seq']} | {', '.join(f'{a}={b}' for a, b in sorted(measured_options(r).items()))} | "
                          f"{cause(r, causes)} |")
         lines.append("")
     worst = sorted(done, key=lambda r: r["rel"])
@@ -382,7 +402,7 @@ def summary_lines(rows, seed, k, small, multi) -> list:
     for r in worst[:10] + [r for r in worst[::-1][:10] if r not in worst[:10]]:
         name = r["model"] if r["model"] != "synthetic" else f"synthetic {r['family']}"
         lines.append(f"| {r['rel'] * 100:+.2f}% | {name} | {r['regime']} | {r['layout']} | {r['batch']} | {r['seq']} | "
-                     f"{', '.join(f'{a}={b}' for a, b in sorted(r['options'].items()))} | "
+                     f"{', '.join(f'{a}={b}' for a, b in sorted(measured_options(r).items()))} | "
                      f"{', '.join(f'{a}={b}' for a, b in sorted(r['inputs'].items()))} | {r['predicted_phase']} | "
                      f"{r['measured_phase']} |")
     lines.append("")
