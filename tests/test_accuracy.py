@@ -694,3 +694,16 @@ def test_frozen_gemma3_post_norms_keep_only_their_fp32_input_and_rsqrt():
     rows = _exact_rows(res)
     assert abs(rows["activations"]["relative_error"]) <= 0.001, rows["activations"]
     assert abs(rows["total (peak)"]["relative_error"]) <= 0.005, res["rows"]
+
+
+def test_lowest_layer_attention_backward_with_every_gradient_above_it():
+    """Issue 22's sweep, seed 3, case 1130 (Qwen2.5-7B, eager attention, full checkpointing, 2 x 14,059
+    tokens): -5.1%. With the scores recomputed per layer, the eager attention backward of the lowest layer
+    is the peak: its scores' gradients beside the gradients of every layer above and of its own MLP (the
+    measured peak held 28.2 of the 30.5 GB of gradients); only the top layer's was counted. Full size,
+    FakeTensorMode, SGD so that the optimizer step is not the peak."""
+    res = compare("llama-2-7b", "train", {"attention": "eager", "checkpointing": "full", "optimizer": "sgd",
+                                          "precision": "bf16"}, {"batch": 1, "seq": 8192}, fake=True)
+    assert res["predicted_peak_phase"] == "attention_backward_last"
+    rows = _exact_rows(res)
+    assert abs(rows["total (peak)"]["relative_error"]) <= 0.01, res["rows"]

@@ -300,3 +300,20 @@ def test_fsdp2_root_group_gradients_through_backward(tmp_path, precision, vocab,
                   {"batch": b, "seq": s, "gpus": 4, "zero": 3})
     assert res["predicted_peak_phase"] in phases, res["predicted_peak_phase"]
     assert abs(res["rows"][-1]["relative_error"]) <= 0.015, res["rows"]
+
+
+def test_fsdp2_holds_one_gathered_layer_at_the_forward_peak(tiny):
+    # formulas/training.vram zero3_gathered_fwd: at the forward peak FSDP2 holds one decoder layer all-gathered
+    # (the last: nothing below it to prefetch), not the pair of the layers' phases; measured with FSDPMemTracker
+    from vramsym.measure.compare import compare
+    options, inputs = {"precision": "fp32", "optimizer": "adamw"}, {"batch": 2, "seq": 256, "gpus": 2, "zero": 3}
+    res = compare(tiny, "train", options, inputs)
+    est = vramsym.compile(tiny, "train", dict(options, overhead="none", zero_impl="fsdp2")).evaluate(inputs)
+    phases = {p.name: p.exact for p in est.phases}
+    measured = res["measurement"]["phases"]
+    assert abs(phases["forward"] - measured["forward"]) <= measured["forward"] / 1000, (phases, measured)
+    # the peak: backward_start counts a gathered pair beside the logits' gradients, +3.5% on this config; FSDP2
+    # gathers the top layer only at its pre-backward hook, but without the pair issue 22's sweep ran short on
+    # FSDP2 cases of other families (seed 3 cases 382, 532, 807: -3.3% to -4.5%), so the pair stays until the
+    # moments between the loss's backward and the top layer's are measured one by one
+    assert -0.02 <= res["rows"][-1]["relative_error"] <= 0.05, res["rows"]
