@@ -723,3 +723,32 @@ def test_checkpointed_frozen_mlp_backward_releases_nothing(targets):
                   {"batch": 2, "seq": 512, "lora_rank": 4}, fake=True)
     rows = {r["component"]: r for r in res["rows"]}
     assert abs(rows["total (peak)"]["relative_error"]) <= 0.005, res["rows"]
+
+
+@pytest.mark.parametrize("model,batch,seq,precision", [("gemma-4-e2b", 1, 4096, "bf16"),     # the per-layer inputs' peak
+                                                       ("gemma-4-e4b", 2, 8192, "bf16"),     # a layer's MLP beside the cache
+                                                       ("gemma-4-e2b", 7, 333, "fp32")])
+def test_gemma4_prefill_from_its_per_layer_inputs_and_split_heads(model, batch, seq, precision):
+    """Issue 21: Gemma 4's inference was refused (its activations unmodelled). Traced live tensor by
+    tensor on the full-size models under FakeTensorMode: before any layer, with the cache still empty,
+    the per-layer inputs are made (the per-layer table's rows, the projection, its RMSNorm in fp32:
+    454,131,712 B at b=1, s=4,096, the E2B's peak); in the layers, the combined per-layer inputs
+    stay alive beside the layer, and the full-attention layers' rotary pair is at global_head_dim.
+    The layers that reuse KV run on the last position only under generate's logits_to_keep=1.
+    The Llama-style terms were 50% short of the activations."""
+    res = compare(model, "inference", {"precision": precision}, {"batch": batch, "seq": seq}, fake=True)
+    rows = _exact_rows(res)
+    assert abs(rows["total (peak)"]["relative_error"]) <= 0.0005, res["rows"]
+    assert res["predicted_peak_phase_measured_as"] == res["measured_peak_phase"] == "prefill"
+
+
+def test_gemma4_with_experts_still_refuses_its_prefill():
+    """Gemma 4 with enable_moe_block runs routed experts beside the dense MLP in every layer, which
+    prefill_activations does not read: its inference stays refused, naming what is missing."""
+    import vramsym
+    from vramsym.errors import NotModelled
+    spec = vramsym.load_model("gemma-4-e2b")
+    cfg = dict(spec.raw_config, enable_moe_block=True, num_experts=8, top_k_experts=2, moe_intermediate_size=256)
+    with pytest.raises(NotModelled, match="enable_moe_block"):
+        vramsym.estimate(_spec(cfg, "gemma4-moe", "tests"), "inference", inputs={"batch": 1, "seq": 64})
+    assert vramsym.estimate(spec, "inference", inputs={"batch": 1, "seq": 64}).total_bytes > 0

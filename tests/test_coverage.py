@@ -160,12 +160,12 @@ def test_gemma4_hub_style_config_and_refusals(tool):
             json.dump(raw, fh)
         model = vramsym.load_model(p)
     with pytest.raises(VramError, match="does not model the activations"):
-        vramsym.compile(model, "inference", {}).evaluate(batch=1, seq=64)
+        vramsym.compile(model, "train", {}).evaluate(batch=1, seq=64)
     with pytest.raises(VramError, match="tensor parallelism over 2 GPUs"):
         vramsym.compile(model, "inference_kv", {}).evaluate(batch=1, seq=64, n_tp=2, n_gpu=2)
 
 
-@pytest.mark.parametrize("name,regime", [("gemma-4-e2b", "inference"), ("jamba-v0.1", "lora"),
+@pytest.mark.parametrize("name,regime", [("gemma-4-e2b", "lora"), ("jamba-v0.1", "lora"),
                                          ("qwen3-next-80b-a3b", "train")])
 def test_a_refusal_names_the_regimes_that_answer_for_the_model(name, regime):
     """A refused (model, regime) names the regimes whose components model the model, and each of

@@ -148,3 +148,21 @@ def test_liger_fused_cross_entropy_replaces_the_full_logits():
     chunk = min(2 * math.ceil(b * s / math.ceil(V / h)), b * s)
     assert lg.component("logits_buffers").bytes >= chunk * V * 2 + V * h * 2 + b * s * 5
     assert lg.total_bytes < hf.total_bytes
+
+
+def test_largest_fitting_steps_past_a_sawtooth_below_capacity_and_refuses_one_across_it():
+    """SDPA pads a sliding mask to a multiple of 8 keys, so a total can fall from s = 8k + 7 to 8k + 8
+    (Gemma 4 E2B at 12 GB: 16,439 -> 16,440). A fall below capacity leaves the answer well defined
+    (every smaller value fits) and the search steps past it; any other fall is still refused."""
+    from vramsym.engine.inverse import largest_fitting
+    from vramsym.errors import SolveError
+
+    def saw(x):                     # rises inside each window of 8, falls at its end
+        return 100 * x + (0 if x % 8 == 0 else 20 * (x % 8))
+
+    cap = saw(40) + 50              # 40 fits (a multiple of 8); 39 costs more than 40, 41 more than cap
+    assert saw(39) > saw(40) and saw(39) <= cap < saw(41)
+    assert largest_fitting(saw, cap, name="s") == 40
+    assert largest_fitting(lambda x: 100 * x, 4000, name="s") == 40
+    with pytest.raises(SolveError, match="not monotone"):     # a fall that is not a one-step sawtooth
+        largest_fitting(lambda x: 10 * x + (1000 if x < 5 else 0), 1100, lo=1)

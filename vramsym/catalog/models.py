@@ -264,15 +264,19 @@ def unmodelled(model: ModelSpec, components, values=None) -> str | None:
     DeltaNet mixer) in a regime with these components, or with these bound values (``--tp 2``):
     the first sentence of ``_checks.hybrid_unmodelled`` in formulas/architectures.json that
     applies, or None. A family's own entry may name terms it is not modelled in too (its
-    ``unmodelled``: term -> what is missing, and ``inputs``: symbol -> what a value above 1
-    needs, with ``{value}``), checked first."""
+    ``unmodelled``: term -> what is missing, or {``if_equal``: {field: value}, ``what``: ...} for
+    the configs with those values only, and ``inputs``: symbol -> what a value above 1 needs, with
+    ``{value}``), checked first."""
     cfg = model.config
     own = (_architectures().get(cfg.get("model_type")) or {}).get("unmodelled") or {}
     if not components and cfg.get("arch_layer_mix") != "hybrid" and "inputs" not in own:
         return None             # what every evaluation asks (its layout): nothing to read for these
     for term in components:
-        if term in own and term != "inputs":
-            return own[term]
+        what = own.get(term) if term != "inputs" else None
+        if isinstance(what, dict):     # refused only where the flattened config has these values
+            what = what["what"] if all(cfg.get(k) == v for k, v in what["if_equal"].items()) else None
+        if what is not None:
+            return what
     for sym, what in (own.get("inputs") or {}).items():
         if values is not None and values.get(sym, 1) > 1:
             return what.format(value=values[sym])

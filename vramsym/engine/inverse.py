@@ -13,10 +13,15 @@ from ..errors import SolveError
 SEARCH_LIMIT = 2**62
 
 
-def _monotone(seen: dict, name: str, grows: bool) -> None:
-    """Every probed total at least (``grows``) or at most the one before it, or SolveError."""
+def _monotone(seen: dict, name: str, grows: bool, capacity=None) -> None:
+    """Every probed total at least (``grows``) or at most the one before it, or SolveError. With
+    ``capacity`` (a largest value), a fall from one integer to the next that stays within it is not
+    one: SDPA pads a sliding mask to a multiple of 8 keys, so s = 8k + 8 can cost less than 8k + 7,
+    and the largest value that fits, every smaller one fitting, is still well defined."""
     pts = sorted(seen.items())
     for (x1, f1), (x2, f2) in zip(pts, pts[1:]):
+        if capacity is not None and x2 == x1 + 1 and f2 < f1 <= capacity:
+            continue
         if (f2 < f1) if grows else (f2 > f1):
             if grows:
                 raise SolveError(f"the total decreases as {name} grows (it falls from {name}={x1} to {name}={x2}): "
@@ -49,7 +54,7 @@ def largest_fitting(total, capacity, lo: int = 1, hi=None, name: str = "x") -> i
         return seen[v]
 
     def monotone_so_far():
-        _monotone(seen, name, grows=True)
+        _monotone(seen, name, grows=True, capacity=capacity)
 
     if at(lo) > capacity:
         raise AssertionError("caller must check the minimum first")
@@ -73,6 +78,8 @@ def largest_fitting(total, capacity, lo: int = 1, hi=None, name: str = "x") -> i
                 return hi
             step *= 2
     good = _narrow(at, capacity, good, bad)
+    while good + 1 < bad and at(good + 1) <= capacity:    # past a fall below capacity (a sawtooth)
+        good += 1
     at(good + 1)
     monotone_so_far()
     return good

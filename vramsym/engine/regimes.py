@@ -126,6 +126,19 @@ def compose(lib: Library, name: str, options: Mapping[str, str] = (),
         expand(n)
     host = tuple(c for c in components if c in lib.terms and lib.terms[c].host)
     shares = [c for c in components if c in lib.terms and lib.terms[c].share]
+    # a phase whose own terms are its alone and all 0 under these options (Gemma 4's per-layer
+    # inputs for a model without them) is no moment of this job: its total, the components alive
+    # in every phase, is at most every other phase's
+    kept = {n: (d, own) for n, (d, own) in phase_defs.items()
+             if not (own and all(expanded[t] == 0 for t in own)
+                     and not any(t in o for m, (_, o) in phase_defs.items() if m != n for t in own))}
+    if kept:
+        gone = {t for n, (_, own) in phase_defs.items() if n not in kept for t in own}
+        components = [c for c in components if c not in gone]
+        phase_defs = kept
+    if len(phase_defs) > 1:     # a term every phase names is alive in every phase
+        every = set.intersection(*(set(own) for _, own in phase_defs.values()))
+        phase_defs = {n: (d, [t for t in own if t not in every]) for n, (d, own) in phase_defs.items()}
     named = {t for _, own in phase_defs.values() for t in own}
     static = [c for c in components if c not in named]
     if not phase_defs:

@@ -135,7 +135,7 @@ def _row_adder(rows: List[Dict]):
 MEASURED_AS = {"forward": "forward", "backward_start": "backward", "recompute_first": "backward",
                "backward_end": "backward", "recompute_last": "backward", "backward_top": "backward", "attention_backward": "backward",
                "optimizer": "optimizer", "optimizer_step": "optimizer", "prefill": "prefill", "logits": "prefill",
-               "decode": "decode"}
+               "per_layer_inputs": "prefill", "decode": "decode"}
 
 
 def _peak_phases(est, measured: Optional[str]) -> Dict:
@@ -206,7 +206,8 @@ def compare(model, regime: str = "inference", options: Optional[Mapping[str, str
         est_after = _compile(model, regime, opts, library).evaluate(after)
         row("kv_cache", _comp(est_after, "kv_cache"), m.get("kv_cache_bytes", 0),
             f"after the prefill and {args['decode_steps']} decode steps")
-        row("activations", _comp(est, "prefill_activations", "logits"),
+        ple = est.peak_phase is not None and est.peak_phase.name == "per_layer_inputs"   # before any layer
+        row("activations", _comp(est, "prefill_ple") if ple else _comp(est, "prefill_activations", "logits"),
             at_peak.get("activations_excluding_kv_cache", 0), "live intermediates at the peak")
         row("inputs", _comp(est, "input_ids"), at_peak.get("other", 0))
     phases = _peak_phases(est, m.get("peak_phase"))
