@@ -211,3 +211,25 @@ def test_phi_random_configs_are_exact_and_qk_layernorm_is_refused(tool):
     ref = tool.reference("phi", hidden_size=32, num_attention_heads=4, num_hidden_layers=2, intermediate_size=64,
                          vocab_size=100, qk_layernorm=True)
     assert "qk_layernorm" in tool.vram(ref["config"]).get("refused", "")
+
+
+def test_opt_random_configs_are_exact_and_post_norm_opt_is_refused(tool):
+    """Issue 21: OPT described as data: its learned position table has max_position_embeddings + 2
+    rows (pos_offset), biases follow enable_bias; random configs (seeded) against the meta-device
+    model and its cache. OPT-350M's layout (LayerNorms after the blocks, an embedding projection) is
+    refused with a sentence."""
+    import random
+    rng = random.Random(5)
+    for _ in range(10):
+        n_q = rng.choice([2, 4])
+        h = n_q * rng.choice([8, 16])
+        fields = dict(hidden_size=h, word_embed_proj_dim=h, ffn_dim=rng.choice([40, 64]), num_hidden_layers=rng.randint(1, 4),
+                      num_attention_heads=n_q, vocab_size=rng.randint(50, 300), enable_bias=rng.random() < 0.7,
+                      max_position_embeddings=rng.choice([64, 128]), tie_word_embeddings=rng.random() < 0.8)
+        ref = tool.reference("opt", **fields)
+        got = tool.vram(ref["config"])
+        assert got.get("params") == ref["params"], (fields, got)
+        assert ref["kv"] is None or got.get("kv") == ref["kv"], (fields, got)
+    ref = tool.reference("opt", hidden_size=32, word_embed_proj_dim=16, num_attention_heads=4, num_hidden_layers=2,
+                         ffn_dim=64, vocab_size=100, do_layer_norm_before=False)
+    assert "do_layer_norm_before" in tool.vram(ref["config"]).get("refused", "")
