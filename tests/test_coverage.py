@@ -233,3 +233,15 @@ def test_opt_random_configs_are_exact_and_post_norm_opt_is_refused(tool):
     ref = tool.reference("opt", hidden_size=32, word_embed_proj_dim=16, num_attention_heads=4, num_hidden_layers=2,
                          ffn_dim=64, vocab_size=100, do_layer_norm_before=False)
     assert "do_layer_norm_before" in tool.vram(ref["config"]).get("refused", "")
+
+
+def test_olmo_weightless_layernorms_are_counted_and_clip_qkv_is_refused(tool):
+    """Issue 21: OLMo's LayerNorms have no parameters (norm_w 0); a config that clamps q, k and v in
+    place (clip_qkv) is refused with a sentence naming the field."""
+    ref = tool.reference("olmo", hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
+                         num_key_value_heads=2, vocab_size=120, tie_word_embeddings=False)
+    got = tool.vram(ref["config"])
+    assert got.get("params") == ref["params"] and (ref["kv"] is None or got.get("kv") == ref["kv"]), got
+    ref = tool.reference("olmo", hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+                         vocab_size=120, clip_qkv=8.0)
+    assert "clip_qkv" in tool.vram(ref["config"]).get("refused", "")
