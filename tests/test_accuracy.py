@@ -816,3 +816,24 @@ def test_olmo_layernorm_saves_its_fp32_input(regime, batch, seq, checkpointing):
     rows = _exact_rows(res)
     assert rows["parameters"]["relative_error"] == 0, rows["parameters"]
     assert abs(rows["total (peak)"]["relative_error"]) <= 0.001, res["rows"]
+
+
+STARCODERBASE_1B = {"model_type": "gpt_bigcode", "activation_function": "gelu_pytorch_tanh", "attn_pdrop": 0.1,
+                    "embd_pdrop": 0.1, "layer_norm_epsilon": 1e-05, "multi_query": True, "n_embd": 2048, "n_head": 16,
+                    "n_inner": 8192, "n_layer": 24, "n_positions": 8192, "resid_pdrop": 0.1, "scale_attn_weights": True,
+                    "vocab_size": 49152}
+
+
+@pytest.mark.parametrize("regime,batch,seq", [("inference", 2, 4096), ("train", 1, 2048), ("lora", 2, 1024)])
+def test_gpt_bigcode_causal_table_and_held_attention_output(regime, batch, seq):
+    """Issue 21: GPT-BigCode (StarCoderBase-1B's config.json shape: multi-query attention, n_positions
+    8,192) was refused as an unknown type. Described as data, two facts of its model code mattered:
+    GPTBigCodeModel registers a boolean n_positions^2 causal table as a buffer (67 MB here: -3.5% of
+    the inference total before), and its block keeps the attention output bound through the MLP (one
+    h-wide tensor at the prefill peak). Full size under FakeTensorMode, in model.train() with its
+    dropout."""
+    res = compare(_spec(STARCODERBASE_1B, "starcoderbase-1b-shape", "tests/test_accuracy.py"), regime,
+                  {"precision": "bf16", "optimizer": "sgd"}, {"batch": batch, "seq": seq}, fake=True)
+    rows = _exact_rows(res)
+    assert rows["buffers"]["relative_error"] == 0, rows["buffers"]
+    assert abs(rows["total (peak)"]["relative_error"]) <= 0.001, res["rows"]

@@ -245,3 +245,20 @@ def test_olmo_weightless_layernorms_are_counted_and_clip_qkv_is_refused(tool):
     ref = tool.reference("olmo", hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
                          vocab_size=120, clip_qkv=8.0)
     assert "clip_qkv" in tool.vram(ref["config"]).get("refused", "")
+
+
+def test_gpt_bigcode_random_configs_are_exact(tool):
+    """Issue 21: GPT-BigCode described as data: multi-query (one K/V head) or not, n_inner null means
+    4 h, learned positions, the causal table buffer; random configs (seeded) against the meta-device
+    model and its cache."""
+    import random
+    rng = random.Random(8)
+    for _ in range(10):
+        n_q = rng.choice([2, 4, 8])
+        fields = dict(n_embd=n_q * rng.choice([8, 16]), n_inner=rng.choice([None, 40, 96]), n_layer=rng.randint(1, 4),
+                      n_head=n_q, vocab_size=rng.randint(50, 300), multi_query=rng.random() < 0.6,
+                      n_positions=rng.choice([64, 256]), tie_word_embeddings=rng.random() < 0.8)
+        ref = tool.reference("gpt_bigcode", **fields)
+        got = tool.vram(ref["config"])
+        assert got.get("params") == ref["params"], (fields, got)
+        assert ref["kv"] is None or got.get("kv") == ref["kv"], (fields, got)
