@@ -262,3 +262,23 @@ def test_gpt_bigcode_random_configs_are_exact(tool):
         got = tool.vram(ref["config"])
         assert got.get("params") == ref["params"], (fields, got)
         assert ref["kv"] is None or got.get("kv") == ref["kv"], (fields, got)
+
+
+def test_gptj_random_configs_are_exact_and_a_null_rotary_dim_is_refused(tool):
+    """Issue 21: GPT-J described as data: rotary_dim of each head, its fp32 sin/cos table buffer, the
+    LM head's bias; random configs (seeded) against the meta-device model (parameters and buffers are
+    what tools/coverage.py compares) and its cache."""
+    import random
+    rng = random.Random(11)
+    for _ in range(10):
+        n_q = rng.choice([2, 4])
+        d = rng.choice([16, 32])
+        fields = dict(n_embd=n_q * d, n_inner=rng.choice([None, 40, 96]), n_layer=rng.randint(1, 4), n_head=n_q,
+                      vocab_size=rng.randint(50, 300), rotary_dim=rng.choice([4, 8, d]), n_positions=rng.choice([64, 256]),
+                      tie_word_embeddings=rng.random() < 0.3)
+        ref = tool.reference("gptj", **fields)
+        got = tool.vram(ref["config"])
+        assert got.get("params") == ref["params"], (fields, got)
+        assert ref["kv"] is None or got.get("kv") == ref["kv"], (fields, got)
+    raw = {"model_type": "gptj", "n_embd": 32, "n_head": 2, "n_layer": 1, "vocab_size": 60, "rotary_dim": None}
+    assert "rotary_dim" in tool.vram(raw).get("refused", "")
