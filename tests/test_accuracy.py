@@ -862,3 +862,25 @@ def test_gpt_j_from_its_structure(regime, batch, seq, options, bound):
     assert rows["buffers"]["relative_error"] == 0, rows["buffers"]
     err = rows["total (peak)"]["relative_error"]
     assert -0.0005 <= err <= bound, res["rows"]
+
+
+CODEGEN_2B = {"model_type": "codegen", "activation_function": "gelu_new", "attn_pdrop": 0.0, "embd_pdrop": 0.0,
+              "layer_norm_epsilon": 1e-05, "n_ctx": 2048, "n_embd": 2560, "n_head": 32, "n_inner": None, "n_layer": 32,
+              "n_positions": 2048, "resid_pdrop": 0.0, "rotary_dim": 64, "tie_word_embeddings": False, "vocab_size": 51200}
+
+
+@pytest.mark.parametrize("regime,batch,seq,options,bound", [
+    ("inference", 1, 2048, {}, 0.0005),
+    ("lora", 1, 2048, {"checkpointing": "full"}, 0.0005),
+    ("lora", 2, 1024, {}, 0.04)])
+def test_codegen_from_its_structure(regime, batch, seq, options, bound):
+    """Issue 21: CodeGen-2B's config.json shape (GPT-J's layout with a fused qkv_proj split in four
+    groups) was refused as an unknown type. Inference and checkpointed LoRA are exact at full size
+    under FakeTensorMode. Without checkpointing, LoRA over-predicts by about 3.4%: q, k and v are
+    reshaped copies of the fused output, so nothing of it is saved, where act_attn_fused counts the
+    Phi-3 layout that keeps it (over, never under; left open in issue 21)."""
+    res = compare(_spec(CODEGEN_2B, "codegen-2b-shape", "tests/test_accuracy.py"), regime,
+                  {"precision": "bf16", "optimizer": "sgd", **options}, {"batch": batch, "seq": seq}, fake=True)
+    rows = _exact_rows(res)
+    err = rows["total (peak)"]["relative_error"]
+    assert -0.0005 <= err <= bound, res["rows"]
