@@ -884,3 +884,13 @@ def test_codegen_from_its_structure(regime, batch, seq, options, bound):
     rows = _exact_rows(res)
     err = rows["total (peak)"]["relative_error"]
     assert -0.0005 <= err <= bound, res["rows"]
+
+
+def test_measure_builds_the_text_model_of_a_multimodal_config():
+    """A catalog entry kept as its published multimodal config (Llama 4 Scout: model_type llama4 with a
+    text_config) is read by vramsym as its text model; measure built the multimodal config class and
+    failed with an internal error (Llama4Config has no vocab_size). It now builds the same text model
+    the formulas read: weights and KV exact at full size under FakeTensorMode."""
+    res = compare("llama-4-scout", "inference_kv", {}, {"batch": 1, "seq": 512}, fake=True)
+    rows = {r["component"]: r for r in res["rows"]}
+    assert rows["parameters"]["relative_error"] == 0 and rows["kv_cache"]["relative_error"] == 0, res["rows"]

@@ -80,7 +80,7 @@ def measure_args(est, regime: str, fake: bool, decode_steps: int, model=None) ->
         if regime in ("lora", "qlora"):
             targets = _LORA_TARGETS[opts["lora_targets"]]
             if est.binding.values.get("qkv_fused") == 1 and opts["lora_targets"] != "all_linear":
-                mtype = (model.raw_config or model.config).get("model_type") if model is not None else "gpt2"
+                mtype = model.config.get("model_type") if model is not None else "gpt2"
                 fused, out = _FUSED_NAMES.get(mtype, _FUSED_NAMES["gpt2"])
                 targets = [fused] if opts["lora_targets"] == "qv" else [fused, out]
             lora = {"r": int(est.binding.values["r"]), "alpha": 16, "target_modules": targets}
@@ -106,6 +106,9 @@ def _config_for(model, opts) -> Dict:
     """The model's config as the job runs it: dropout rates as configured (what ``model.train()`` uses),
     or all zero with ``--dropout off``."""
     cfg = dict(model.raw_config or model.config)
+    if isinstance(cfg.get("text_config"), dict):     # a multimodal config: the text model vramsym reads
+        cfg = {**{k: v for k, v in cfg.items() if k not in ("text_config", "vision_config", "architectures")},
+               **cfg["text_config"]}
     if opts.get("dropout") == "off":
         for k, v in list(cfg.items()):
             if ("dropout" in k or "pdrop" in k) and isinstance(v, (int, float)) and not isinstance(v, bool) and v:
