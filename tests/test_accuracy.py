@@ -894,3 +894,21 @@ def test_measure_builds_the_text_model_of_a_multimodal_config():
     res = compare("llama-4-scout", "inference_kv", {}, {"batch": 1, "seq": 512}, fake=True)
     rows = {r["component"]: r for r in res["rows"]}
     assert rows["parameters"]["relative_error"] == 0 and rows["kv_cache"]["relative_error"] == 0, res["rows"]
+
+
+AFM_4_5B = {"model_type": "arcee", "hidden_act": "relu2", "hidden_size": 2560, "intermediate_size": 18432,
+            "num_attention_heads": 20, "num_hidden_layers": 36, "num_key_value_heads": 4, "head_dim": 128,
+            "vocab_size": 128004, "max_position_embeddings": 65536, "tie_word_embeddings": False}
+
+
+@pytest.mark.parametrize("regime,batch,seq,checkpointing", [("inference", 1, 4096, "none"), ("train", 1, 1024, "none"),
+                                                            ("lora", 1, 4096, "full")])
+def test_arcee_plain_relu2_mlp(regime, batch, seq, checkpointing):
+    """Issue 21: Arcee (AFM-4.5B's shape: Llama's attention with a plain up/down MLP under ReLU^2) was
+    refused as an unknown type; as data (arch_mlp plain, hidden_act relu2) it is exact at full size
+    under FakeTensorMode with the terms Nemotron-H's MLP already uses."""
+    res = compare(_spec(AFM_4_5B, "afm-4.5b-shape", "tests/test_accuracy.py"), regime,
+                  {"precision": "bf16", "optimizer": "sgd", "checkpointing": checkpointing},
+                  {"batch": batch, "seq": seq}, fake=True)
+    rows = _exact_rows(res)
+    assert abs(rows["total (peak)"]["relative_error"]) <= 0.0005, res["rows"]

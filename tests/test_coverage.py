@@ -282,3 +282,26 @@ def test_gptj_random_configs_are_exact_and_a_null_rotary_dim_is_refused(tool):
         assert ref["kv"] is None or got.get("kv") == ref["kv"], (fields, got)
     raw = {"model_type": "gptj", "n_embd": 32, "n_head": 2, "n_layer": 1, "vocab_size": 60, "rotary_dim": None}
     assert "rotary_dim" in tool.vram(raw).get("refused", "")
+
+
+@pytest.mark.parametrize("model_type,extra", [("arcee", {}), ("arcee", {"mlp_bias": True, "attention_bias": True}),
+                                              ("phi", {"tie_word_embeddings": True}), ("codegen", {})])
+def test_more_families_with_random_widths_are_exact(tool, model_type, extra):
+    """Issue 21: the families described this session, at random widths (seeded by the type), against
+    the meta-device model and its cache."""
+    import random
+    rng = random.Random(model_type)
+    for _ in range(4):
+        n_q = rng.choice([2, 4])
+        h = n_q * rng.choice([8, 16])
+        if model_type == "codegen":
+            fields = dict(n_embd=h, n_head=n_q, n_layer=rng.randint(1, 3), vocab_size=rng.randint(50, 200),
+                          rotary_dim=4, n_inner=rng.choice([None, 48]))
+        else:
+            fields = dict(hidden_size=h, intermediate_size=rng.choice([40, 96]), num_hidden_layers=rng.randint(1, 3),
+                          num_attention_heads=n_q, num_key_value_heads=rng.choice([k for k in (1, 2) if n_q % k == 0]),
+                          vocab_size=rng.randint(50, 200))
+        ref = tool.reference(model_type, **fields, **extra)
+        got = tool.vram(ref["config"])
+        assert got.get("params") == ref["params"], (fields, got)
+        assert ref["kv"] is None or got.get("kv") == ref["kv"], (fields, got)
