@@ -30,7 +30,10 @@ _OPTIMIZER = ("adamw", "adamw_fused", "sgd", "sgd_momentum")
 # the fused q/k/v projection and the output projection, by model_type (peft target names)
 _FUSED_NAMES = {"gpt2": ("attn.c_attn", "attn.c_proj"), "phi3": ("self_attn.qkv_proj", "self_attn.o_proj"),
                 "gpt_neox": ("attention.query_key_value", "attention.dense"),
-                "falcon": ("self_attention.query_key_value", "self_attention.dense")}
+                "falcon": ("self_attention.query_key_value", "self_attention.dense"),
+                "gpt_bigcode": ("attn.c_attn", "attn.c_proj"), "codegen": ("attn.qkv_proj", "attn.out_proj")}
+# the attention's output projection where a family with separate q, k and v does not call it o_proj
+_OUT_NAMES = {"phi": "dense", "opt": "out_proj", "gptj": "out_proj"}
 _LORA_TARGETS = {"qv": ["q_proj", "v_proj"], "attention": ["q_proj", "k_proj", "v_proj", "o_proj"],
                  "all_linear": "all-linear"}
 
@@ -79,10 +82,12 @@ def measure_args(est, regime: str, fake: bool, decode_steps: int, model=None) ->
                                  "pip install 'vramsym[measure]' (bitsandbytes==0.50.2)")
         if regime in ("lora", "qlora"):
             targets = _LORA_TARGETS[opts["lora_targets"]]
+            mtype = model.config.get("model_type") if model is not None else "gpt2"
             if est.binding.values.get("qkv_fused") == 1 and opts["lora_targets"] != "all_linear":
-                mtype = model.config.get("model_type") if model is not None else "gpt2"
                 fused, out = _FUSED_NAMES.get(mtype, _FUSED_NAMES["gpt2"])
                 targets = [fused] if opts["lora_targets"] == "qv" else [fused, out]
+            elif opts["lora_targets"] == "attention" and mtype in _OUT_NAMES:
+                targets = ["q_proj", "k_proj", "v_proj", _OUT_NAMES[mtype]]
             lora = {"r": int(est.binding.values["r"]), "alpha": 16, "target_modules": targets}
         args = dict(mode="train", batch=b, seq=s, precision=prec, optimizer=opt, attention=opts["attention"],
                     checkpointing=opts["checkpointing"] == "full", lora=lora, fake=fake)
