@@ -913,3 +913,27 @@ def test_arcee_plain_relu2_mlp(regime, batch, seq, checkpointing):
                   {"batch": batch, "seq": seq}, fake=True)
     rows = _exact_rows(res)
     assert abs(rows["total (peak)"]["relative_error"]) <= 0.0005, res["rows"]
+
+
+LLAMA4_SMALL = {"model_type": "llama4_text", "hidden_size": 512, "intermediate_size": 256, "intermediate_size_mlp": 1024,
+                "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 64,
+                "vocab_size": 1000, "num_local_experts": 4, "num_experts_per_tok": 1, "interleave_moe_layer_step": 2,
+                "attention_chunk_size": 128, "max_position_embeddings": 4096, "pad_token_id": 0, "bos_token_id": 1,
+                "eos_token_id": 2}
+
+
+@pytest.mark.parametrize("model,batch,seq,precision", [("llama-4-scout", 1, 16384, "bf16"),   # chunked layers beyond 8k
+                                                       ("small", 2, 2000, "bf16"),           # h > I: the down bmm's moment
+                                                       ("small", 3, 100, "fp32")])
+def test_llama4_prefill_sends_every_token_through_every_expert(model, batch, seq, precision):
+    """Issue 21: Llama 4's inference was refused. Traced live tensor by tensor under FakeTensorMode:
+    Llama4TextMoe repeats every token for all E experts and runs one batched bmm (moe_all), its
+    decoder layer keeps the attention output through the feed-forward block (held_h), and its chunked
+    mask is built per sequence (left padding; swa_mask_batch). An empty no_rope_layers list (Scout's
+    config.json) means the default NoPE pattern, so 36 of Scout's 48 layers keep 8,192 positions.
+    Before: refused (the Llama-style terms were 50% short; the KV at 16k tokens 60% over)."""
+    spec = model if model != "small" else _spec(LLAMA4_SMALL, "llama4-small", "tests/test_accuracy.py")
+    res = compare(spec, "inference", {"precision": precision}, {"batch": batch, "seq": seq}, fake=True)
+    rows = {r["component"]: r for r in res["rows"]}
+    assert rows["kv_cache"]["relative_error"] == 0, rows["kv_cache"]
+    assert abs(rows["total (peak)"]["relative_error"]) <= 0.001, res["rows"]
