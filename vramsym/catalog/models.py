@@ -264,8 +264,8 @@ def unmodelled(model: ModelSpec, components, values=None) -> str | None:
     DeltaNet mixer) in a regime with these components, or with these bound values (``--tp 2``):
     the first sentence of ``_checks.hybrid_unmodelled`` in formulas/architectures.json that
     applies, or None. A family's own entry may name terms it is not modelled in too (its
-    ``unmodelled``: term -> what is missing, or {``if_equal``: {field: value}, ``what``: ...} for
-    the configs with those values only, and ``inputs``: symbol -> what a value above 1 needs, with
+    ``unmodelled``: term -> what is missing, or {a condition as the layer rules have (``if_equal``,
+    ``if_set``, ...), ``what``: ...} for the configs it holds for only, and ``inputs``: symbol -> what a value above 1 needs, with
     ``{value}``), checked first."""
     cfg = model.config
     own = (_architectures().get(cfg.get("model_type")) or {}).get("unmodelled") or {}
@@ -273,8 +273,8 @@ def unmodelled(model: ModelSpec, components, values=None) -> str | None:
         return None             # what every evaluation asks (its layout): nothing to read for these
     for term in components:
         what = own.get(term) if term != "inputs" else None
-        if isinstance(what, dict):     # refused only where the flattened config has these values
-            what = what["what"] if all(cfg.get(k) == v for k, v in what["if_equal"].items()) else None
+        if isinstance(what, dict):     # refused only where its condition holds (the layer rules' conditions)
+            what = what["what"] if _applies(what, cfg) else None
         if what is not None:
             return what
     for sym, what in (own.get("inputs") or {}).items():
