@@ -332,3 +332,14 @@ def test_estimate_with_a_gpu_answers_first(capsys, batch, verdict):
     first = out.splitlines()[0]
     assert first.startswith(verdict) and first.endswith(" GiB on rtx-4090 (24,564 MiB)"), first
     assert " of 23.99 GiB" in first
+
+
+def test_fit_table_prints_each_refusal_once(capsys):
+    """fit over a model whose training terms refuse it (Gemma 4): each row says refused [n] and every
+    distinct sentence is printed once under the table, not once a row."""
+    code, out, _ = run(capsys, "fit", "--model", "gemma-4-e2b", "--gpu", "rtx-4090", "--seq", "1024")
+    assert code == 0
+    rows = [line for line in out.splitlines() if line.startswith("  train ")]
+    assert rows and all(line.rstrip().endswith("refused [1]") for line in rows), out
+    notes = [line for line in out.splitlines() if line.startswith("  [")]
+    assert len(notes) == len(set(notes)) >= 2 and "regime 'train'" in notes[0], out

@@ -390,16 +390,21 @@ def cmd_fit(args, vocabulary):
         print(f"APPROXIMATE: {model.approximate}")
     print(f"  {'regime':<10} {'options':<52} {'total ' + unit:>10} {'headroom ' + unit:>13}  fits  max batch"
           f"  min GPUs (ZeRO-3, tp x dp)")
+    notes: list = []        # each distinct refusal once, under the table
     for row in rows:
         opts = ", ".join(f"{k}={v}" for k, v in row["options"].items())
         if "refused" in row:
-            print(f"  {row['regime']:<10} {opts:<52} refused: {row['refused']}")
+            if row["refused"] not in notes:
+                notes.append(row["refused"])
+            print(f"  {row['regime']:<10} {opts:<52} refused [{notes.index(row['refused']) + 1}]")
             continue
         print(f"  {row['regime']:<10} {opts:<52} {fmt_bytes(row['total_bytes'], unit).split()[0]:>10} "
               f"{fmt_bytes(row['headroom_bytes'], unit).split()[0]:>13}  {'yes ' if row['fits'] else 'no  '}  "
               f"{row['max_batch'] if row['max_batch'] is not None else '-':>9}  "
               + (f"{row['min_gpus']} ({row['min_gpus_layout']['tp']} x {row['min_gpus_layout']['dp']})"
                  if row["min_gpus"] else "-"))
+    for i, why in enumerate(notes, 1):
+        print(f"  [{i}] refused: {why}")
     return ExitStatus.OK
 
 
