@@ -852,7 +852,7 @@ GPT_J_6B = {"model_type": "gptj", "activation_function": "gelu_new", "attn_pdrop
 def test_gpt_j_from_its_structure(regime, batch, seq, options, bound):
     """Issue 21: GPT-J-6B's config.json shape (rotary_dim 64 of 256, parallel block, LM head bias) was
     refused as an unknown type. Its rotary embedding is an fp32 sin/cos table buffer of n_positions x
-    rotary_dim (rope_table), and rot_frac comes from rotary_dim. Its rotary layout (rope_sbhd): q and
+    rotary_dim (rope_buffer table), and rot_frac comes from rotary_dim. Its rotary layout (rope_sbhd): q and
     k concatenated before the heads are transposed, so no rotated copy is kept beyond what SDPA saves,
     and sin and cos repeated for every call, which the products save (+1.3% on mixed-precision
     training before, within 0.1% now). Full size under FakeTensorMode."""

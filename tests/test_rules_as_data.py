@@ -112,7 +112,7 @@ def test_catalog_models_counts():
                 "gemma-4-e2b": (0, 28), "gemma-4-e4b": (0, 35),    # 4 and 5 sliding per full layer
                 "kimi-k2": (60, 0), "deepseek-v3.2": (58, 0), "glm-4.5-air": (45, 0),    # all but the first k dense
                 "phi-4-mini": (0, 32), "ministral-8b": (0, 36),    # a sliding_window set: every layer (sliding_rule 'all')
-                "llama-4-scout": (48, 0), "qwen3-next-80b-a3b": (48, 0),    # every layer MoE
+                "llama-4-scout": (48, 36), "qwen3-next-80b-a3b": (48, 0),    # every layer MoE; Scout: every fourth layer a global NoPE one (an empty no_rope_layers list is the default pattern), the rest chunked
                 "granite-4.0-h-small": (40, 0), "qwen3.5-35b-a3b": (40, 0), "jamba-v0.1": (16, 0),    # Jamba: every other
                 "smollm3-3b": (0, 0), "olmo-2-13b": (0, 0),    # no sliding_window: SmolLM3's use_sliding_window false
                 "command-r7b": (0, 24)}    # 32 layers, sliding_window_pattern 4: every fourth global, 32 - 8 slide
