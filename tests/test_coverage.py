@@ -99,6 +99,16 @@ def test_an_unknown_type_is_refused_and_assume_llama_approximates(tool):
     assert "| `bloom` | refused |" in md and "0 exact" in md
 
 
+def _exact_against_meta(tool, model_type, **fields) -> bool:
+    """vramsym's parameters equal the meta-device model's for this config, and its KV per token the
+    model's own cache where the forward runs on meta; whether the KV was compared."""
+    ref = tool.reference(model_type, **fields)
+    got = tool.vram(ref["config"])
+    assert got.get("params") == ref["params"], (model_type, fields, got)
+    assert ref["kv"] is None or got.get("kv") == ref["kv"], (model_type, fields, got)   # None: no forward on meta
+    return ref["kv"] is not None
+
+
 def _gemma4_fields(rng):
     """A random Gemma 4 text config (seeded): layer count and pattern, sliding / full heads, keys as
     values, layers that reuse KV, per-layer embeddings, double-wide MLPs, the MoE block, biases, tying."""
@@ -202,11 +212,7 @@ def test_phi_random_configs_are_exact_and_qk_layernorm_is_refused(tool):
                       num_key_value_heads=rng.choice([k for k in (1, 2, 4, 8) if n_q % k == 0]),
                       vocab_size=rng.randint(50, 300), tie_word_embeddings=rng.random() < 0.3,
                       partial_rotary_factor=rng.choice([0.25, 0.4, 0.5, 1.0]))
-        ref = tool.reference("phi", **fields)
-        got = tool.vram(ref["config"])
-        assert got.get("params") == ref["params"], (fields, got)
-        assert ref["kv"] is None or got.get("kv") == ref["kv"], (fields, got)   # None: no forward on meta
-        checked += ref["kv"] is not None
+        checked += _exact_against_meta(tool, "phi", **fields)
     assert checked >= 6
     ref = tool.reference("phi", hidden_size=32, num_attention_heads=4, num_hidden_layers=2, intermediate_size=64,
                          vocab_size=100, qk_layernorm=True)
@@ -226,10 +232,7 @@ def test_opt_random_configs_are_exact_and_post_norm_opt_is_refused(tool):
         fields = dict(hidden_size=h, word_embed_proj_dim=h, ffn_dim=rng.choice([40, 64]), num_hidden_layers=rng.randint(1, 4),
                       num_attention_heads=n_q, vocab_size=rng.randint(50, 300), enable_bias=rng.random() < 0.7,
                       max_position_embeddings=rng.choice([64, 128]), tie_word_embeddings=rng.random() < 0.8)
-        ref = tool.reference("opt", **fields)
-        got = tool.vram(ref["config"])
-        assert got.get("params") == ref["params"], (fields, got)
-        assert ref["kv"] is None or got.get("kv") == ref["kv"], (fields, got)
+        _exact_against_meta(tool, "opt", **fields)
     ref = tool.reference("opt", hidden_size=32, word_embed_proj_dim=16, num_attention_heads=4, num_hidden_layers=2,
                          ffn_dim=64, vocab_size=100, do_layer_norm_before=False)
     assert "do_layer_norm_before" in tool.vram(ref["config"]).get("refused", "")
@@ -238,10 +241,8 @@ def test_opt_random_configs_are_exact_and_post_norm_opt_is_refused(tool):
 def test_olmo_weightless_layernorms_are_counted_and_clip_qkv_is_refused(tool):
     """Issue 21: OLMo's LayerNorms have no parameters (norm_w 0); a config that clamps q, k and v in
     place (clip_qkv) is refused with a sentence naming the field."""
-    ref = tool.reference("olmo", hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
-                         num_key_value_heads=2, vocab_size=120, tie_word_embeddings=False)
-    got = tool.vram(ref["config"])
-    assert got.get("params") == ref["params"] and (ref["kv"] is None or got.get("kv") == ref["kv"]), got
+    _exact_against_meta(tool, "olmo", hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
+                        num_key_value_heads=2, vocab_size=120, tie_word_embeddings=False)
     ref = tool.reference("olmo", hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
                          vocab_size=120, clip_qkv=8.0)
     assert "clip_qkv" in tool.vram(ref["config"]).get("refused", "")
@@ -258,10 +259,7 @@ def test_gpt_bigcode_random_configs_are_exact(tool):
         fields = dict(n_embd=n_q * rng.choice([8, 16]), n_inner=rng.choice([None, 40, 96]), n_layer=rng.randint(1, 4),
                       n_head=n_q, vocab_size=rng.randint(50, 300), multi_query=rng.random() < 0.6,
                       n_positions=rng.choice([64, 256]), tie_word_embeddings=rng.random() < 0.8)
-        ref = tool.reference("gpt_bigcode", **fields)
-        got = tool.vram(ref["config"])
-        assert got.get("params") == ref["params"], (fields, got)
-        assert ref["kv"] is None or got.get("kv") == ref["kv"], (fields, got)
+        _exact_against_meta(tool, "gpt_bigcode", **fields)
 
 
 def test_gptj_random_configs_are_exact_and_a_null_rotary_dim_is_refused(tool):
@@ -276,10 +274,7 @@ def test_gptj_random_configs_are_exact_and_a_null_rotary_dim_is_refused(tool):
         fields = dict(n_embd=n_q * d, n_inner=rng.choice([None, 40, 96]), n_layer=rng.randint(1, 4), n_head=n_q,
                       vocab_size=rng.randint(50, 300), rotary_dim=rng.choice([4, 8, d]), n_positions=rng.choice([64, 256]),
                       tie_word_embeddings=rng.random() < 0.3)
-        ref = tool.reference("gptj", **fields)
-        got = tool.vram(ref["config"])
-        assert got.get("params") == ref["params"], (fields, got)
-        assert ref["kv"] is None or got.get("kv") == ref["kv"], (fields, got)
+        _exact_against_meta(tool, "gptj", **fields)
     raw = {"model_type": "gptj", "n_embd": 32, "n_head": 2, "n_layer": 1, "vocab_size": 60, "rotary_dim": None}
     assert "rotary_dim" in tool.vram(raw).get("refused", "")
 
@@ -301,7 +296,4 @@ def test_more_families_with_random_widths_are_exact(tool, model_type, extra):
             fields = dict(hidden_size=h, intermediate_size=rng.choice([40, 96]), num_hidden_layers=rng.randint(1, 3),
                           num_attention_heads=n_q, num_key_value_heads=rng.choice([k for k in (1, 2) if n_q % k == 0]),
                           vocab_size=rng.randint(50, 200))
-        ref = tool.reference(model_type, **fields, **extra)
-        got = tool.vram(ref["config"])
-        assert got.get("params") == ref["params"], (fields, got)
-        assert ref["kv"] is None or got.get("kv") == ref["kv"], (fields, got)
+        _exact_against_meta(tool, model_type, **fields, **extra)
