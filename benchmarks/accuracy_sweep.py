@@ -12,7 +12,7 @@ case (a rerun skips the cases the file holds). What is drawn (issue 22):
   synthetic config of a supported family (hidden size, layers, heads, KV heads that divide them,
   a head_dim other than h/n, intermediate size, vocabulary, tied or untied head, biases, sliding
   windows, soft-caps); ``--small`` keeps synthetic configs small enough for CI;
-- the job: inference or training (full, LoRA), its precision, optimizer, the attention kernel the
+- the job: inference or training (full, LoRA), its precision (LoRA in mixed bf16 from seed 5 on), optimizer, the attention kernel the
   model really gets (its default) or eager, checkpointing none / full / partial, dropout as the
   config sets it, the loop (Trainer's or the hand-written one), batch log-uniform in 1-16,
   sequence log-uniform in 128-16,384 within the model's positions, gradient accumulation;
@@ -157,7 +157,12 @@ def synthetic(rng, family: str, small: bool) -> dict:
     return cfg
 
 
-def draw(rng, small: bool, multi: float, families=None) -> dict:
+#: LoRA's mixed precision (torch.autocast over an fp32 base) is drawn from this seed on; seeds 3 and 4
+#: were drawn before it was, and keep their cases (a seed's case k is always the same job)
+LORA_MIXED_FROM_SEED = 5
+
+
+def draw(rng, small: bool, multi: float, families=None, lora_mixed: bool = False) -> dict:
     """One case: the model, the job and the layout, drawn from ``rng``; ``families``: synthetic configs of
     these model types only (a sweep of families added later, under its own seed)."""
     if families:
@@ -204,7 +209,8 @@ def draw(rng, small: bool, multi: float, families=None) -> dict:
     if regime == "inference":
         o["precision"] = rng.choice(["bf16", "fp16", "fp32"])
         return case
-    o["precision"] = rng.choice(["fp32", "bf16", "mixed_bf16"] if regime == "train" else ["bf16", "fp32"])
+    o["precision"] = rng.choice(["fp32", "bf16", "mixed_bf16"] if regime == "train" else
+                                ["bf16", "fp32", "mixed_bf16"] if lora_mixed else ["bf16", "fp32"])
     o["optimizer"] = rng.choice(["adamw", "adamw", "adamw_fused", "sgd", "sgd_momentum"])
     ck = rng.choice(["none", "none", "full", "partial"])
     if ck != "none":
@@ -326,7 +332,7 @@ def repredict(rows, lib) -> int:
 def cases(seed: int, k: int, small: bool, multi: float, families=None):
     rng = random.Random(seed)
     for i in range(k):
-        yield i, draw(rng, small, multi, families)
+        yield i, draw(rng, small, multi, families, lora_mixed=seed >= LORA_MIXED_FROM_SEED)
 
 
 def _q(xs, p):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable
 
+from torch.distributed._tools import mod_tracker as _mod_tracker
 from torch.distributed._tools.mem_tracker import MemTracker, _MemRefType
 
 from .hf_model import _quant_state_tensors
@@ -70,6 +71,48 @@ def _make_tracker_class():
 
         probe: Callable[[], Any] | None = None
         peak_probe: Any = None
+        _grad_hook_handles: list | None = None
+
+        # ModTracker marks each module's backward with torch.autograd.graph.register_multi_grad_hook
+        # and drops the handle. On a leaf input that requires grad (the embeddings' output once peft
+        # or prepare_model_for_kbit_training makes it require grad for checkpointing) the hook's
+        # closure holds the leaf's AccumulateGrad node, which holds the leaf: a cycle through C++
+        # that Python's collector never frees, so each micro-step of gradient accumulation would
+        # leave that b x s x h tensor and its gradient behind, which the job run without a tracker
+        # frees. The handles are kept here and removed after each backward (release_grad_hooks) and
+        # between iterations (reset_mod_stats).
+        def __enter__(self):
+            self._grad_hook_handles = []
+            stock = _mod_tracker.register_multi_grad_hook
+
+            def recording(*args, **kwargs):
+                handle = stock(*args, **kwargs)
+                self._grad_hook_handles.append(handle)
+                return handle
+
+            self._stock_multi_grad_hook = stock
+            _mod_tracker.register_multi_grad_hook = recording
+            try:
+                return super().__enter__()
+            except BaseException:
+                _mod_tracker.register_multi_grad_hook = stock
+                raise
+
+        def __exit__(self, *exc):
+            try:
+                return super().__exit__(*exc)
+            finally:
+                _mod_tracker.register_multi_grad_hook = self._stock_multi_grad_hook
+                self.release_grad_hooks()
+
+        def release_grad_hooks(self) -> None:
+            for handle in self._grad_hook_handles or ():
+                handle.remove()
+            self._grad_hook_handles = []
+
+        def reset_mod_stats(self) -> None:
+            self.release_grad_hooks()
+            super().reset_mod_stats()
 
         def reset_peak(self) -> None:
             restart_peak(self)

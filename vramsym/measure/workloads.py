@@ -95,6 +95,7 @@ def _measure_train(hf_cfg, *, batch, seq, precision, optimizer, attention, check
             with ph.phase("backward"):
                 loss.backward()
             del loss
+            mt.release_grad_hooks()        # what the tracker's own hooks kept alive (see tracker.py)
         with ph.phase("optimizer_step"):
             opt.step()
         opt.zero_grad(set_to_none=True)
