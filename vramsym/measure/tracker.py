@@ -79,40 +79,30 @@ def _make_tracker_class():
         # closure holds the leaf's AccumulateGrad node, which holds the leaf: a cycle through C++
         # that Python's collector never frees, so each micro-step of gradient accumulation would
         # leave that b x s x h tensor and its gradient behind, which the job run without a tracker
-        # frees. The handles are kept here and removed after each backward (release_grad_hooks) and
-        # between iterations (reset_mod_stats).
+        # frees. While the tracker is entered the handles are kept here; the training step removes
+        # them after each backward (release_grad_hooks), and leaving the tracker removes the rest.
         def __enter__(self):
+            entered = super().__enter__()       # the hooks are registered in forward, after this
             self._grad_hook_handles = []
-            stock = _mod_tracker.register_multi_grad_hook
+            self._stock_multi_grad_hook = stock = _mod_tracker.register_multi_grad_hook
 
             def recording(*args, **kwargs):
                 handle = stock(*args, **kwargs)
                 self._grad_hook_handles.append(handle)
                 return handle
 
-            self._stock_multi_grad_hook = stock
             _mod_tracker.register_multi_grad_hook = recording
-            try:
-                return super().__enter__()
-            except BaseException:
-                _mod_tracker.register_multi_grad_hook = stock
-                raise
+            return entered
 
         def __exit__(self, *exc):
-            try:
-                return super().__exit__(*exc)
-            finally:
-                _mod_tracker.register_multi_grad_hook = self._stock_multi_grad_hook
-                self.release_grad_hooks()
+            _mod_tracker.register_multi_grad_hook = self._stock_multi_grad_hook
+            self.release_grad_hooks()
+            return super().__exit__(*exc)
 
         def release_grad_hooks(self) -> None:
             for handle in self._grad_hook_handles or ():
                 handle.remove()
             self._grad_hook_handles = []
-
-        def reset_mod_stats(self) -> None:
-            self.release_grad_hooks()
-            super().reset_mod_stats()
 
         def reset_peak(self) -> None:
             restart_peak(self)
