@@ -99,6 +99,14 @@ def synthetic(rng, family: str, small: bool) -> dict:
         else:
             cfg.update(rotary_dim=rng.choice([d_h // 4, d_h // 2]), attn_pdrop=0.0)
         return cfg
+    if family == "gpt_neo":
+        kinds = rng.choice([["global", "local"], ["global"], ["local", "global"]])
+        return {"model_type": "gpt_neo", "hidden_size": n_q * d_h, "num_layers": layers * len(kinds),
+                "attention_types": [[kinds, layers]], "num_heads": n_q, "vocab_size": vocab,
+                "max_position_embeddings": min(maxpos, rng.choice([2048, 4096])), "window_size": rng.choice([64, 256]),
+                "intermediate_size": rng.choice([None, rng.choice([2, 3, 4]) * n_q * d_h]),
+                "resid_dropout": rng.choice([0.0, 0.1]), "embed_dropout": rng.choice([0.0, 0.1]),
+                "attention_dropout": rng.choice([0.0, 0.1]), "bos_token_id": 0, "eos_token_id": 0}
     if family == "phi":
         cfg.update(hidden_size=n_q * d_h, num_key_value_heads=kv, partial_rotary_factor=rng.choice([0.25, 0.5, 1.0]),
                    resid_pdrop=rng.choice([0.0, 0.1]), embd_pdrop=rng.choice([0.0, 0.1]), hidden_act="gelu_new",
