@@ -59,6 +59,10 @@ def measure_args(est, regime: str, fake: bool, decode_steps: int, model=None) ->
         prec = opts["precision"] if opts["precision"] in _INFER_PRECISION else None
         if prec is None or opts.get("quant", "none") != "none":
             raise InputError(f"measure supports inference in {', '.join(_INFER_PRECISION)} without quantization")
+        n_pos = est.binding.values.get("n_pos")
+        if opts.get("positions") == "learned" and n_pos is not None:
+            # a learned position table (GPT-2, GPT-Neo) and a causal table of its size end the decode there
+            decode_steps = max(0, min(decode_steps, int(n_pos) - s))
         return dict(mode="inference", batch=b, seq=s, precision=prec, attention=opts["attention"],
                     decode_steps=decode_steps, fake=fake, logits_to_keep=1)
     if regime in TRAIN_REGIMES:
