@@ -107,6 +107,11 @@ def synthetic(rng, family: str, small: bool) -> dict:
                 "intermediate_size": rng.choice([None, rng.choice([2, 3, 4]) * n_q * d_h]),
                 "resid_dropout": rng.choice([0.0, 0.1]), "embed_dropout": rng.choice([0.0, 0.1]),
                 "attention_dropout": rng.choice([0.0, 0.1]), "bos_token_id": 0, "eos_token_id": 0}
+    if family == "bloom":
+        return {"model_type": "bloom", "hidden_size": n_q * d_h, "n_layer": layers, "n_head": n_q, "vocab_size": vocab,
+                "hidden_dropout": rng.choice([0.0, 0.1]), "attention_dropout": rng.choice([0.0, 0.1]),
+                "tie_word_embeddings": rng.random() < 0.8, "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0,
+                "max_position_embeddings": maxpos}     # ALiBi sets no limit; BloomConfig keeps the field unread
     if family == "phi":
         cfg.update(hidden_size=n_q * d_h, num_key_value_heads=kv, partial_rotary_factor=rng.choice([0.25, 0.5, 1.0]),
                    resid_pdrop=rng.choice([0.0, 0.1]), embd_pdrop=rng.choice([0.0, 0.1]), hidden_act="gelu_new",

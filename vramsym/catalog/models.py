@@ -303,7 +303,7 @@ def unmodelled(model: ModelSpec, components, values=None) -> str | None:
 # _checks fields and layer_types values the family reads (not refused for it), the list whose length
 # is the layer count
 ENTRY_KEYS = ("defaults", "absent_defaults", "aliases", "cases", "reads_fields", "reads_layer_types", "layers_from", "unmodelled",
-              "mlp_act_from", "kv_shared_from", "last_layer_global", "per_layer")
+              "mlp_act_from", "mlp_act_fixed", "kv_shared_from", "last_layer_global", "per_layer")
 
 
 def _set(v) -> bool:
@@ -392,7 +392,10 @@ def mlp_act(cfg: dict, arch: dict, entry: dict | None) -> tuple:
     model class reads (``_checks.mlp_act.from`` or the entry's ``mlp_act_from``) that is set, its
     value, and the option ``mlp_act`` it maps to (None for a value the formulas do not model). A
     config that sets none of the fields gets the config class's default (applied from the entry's
-    ``defaults`` before this, else ``_checks.mlp_act.default``)."""
+    ``defaults`` before this, else ``_checks.mlp_act.default``). An entry's ``mlp_act_fixed`` names the
+    option for a model class that hard-codes its activation and reads no field (BLOOM's GeLUFunction)."""
+    if entry and entry.get("mlp_act_fixed"):
+        return None, entry["mlp_act_fixed"], entry["mlp_act_fixed"]
     data = (arch.get("_checks") or {}).get("mlp_act") or {}
     fields = (entry or {}).get("mlp_act_from") or data.get("from") or ["hidden_act"]
     field, value = config_value(cfg, tuple(fields))
