@@ -112,6 +112,10 @@ def synthetic(rng, family: str, small: bool) -> dict:
                 "hidden_dropout": rng.choice([0.0, 0.1]), "attention_dropout": rng.choice([0.0, 0.1]),
                 "tie_word_embeddings": rng.random() < 0.8, "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0,
                 "max_position_embeddings": maxpos}     # ALiBi sets no limit; BloomConfig keeps the field unread
+    if family == "mpt":     # transformers types attn_config.attn_pdrop as an int: 0 (no dropout) is the rate it takes
+        return {"model_type": "mpt", "d_model": n_q * d_h, "n_layers": layers, "n_heads": n_q, "vocab_size": vocab,
+                "max_seq_len": maxpos, "attn_config": {"attn_pdrop": 0}, "tie_word_embeddings": rng.random() < 0.8,
+                "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0}
     if family == "phi":
         cfg.update(hidden_size=n_q * d_h, num_key_value_heads=kv, partial_rotary_factor=rng.choice([0.25, 0.5, 1.0]),
                    resid_pdrop=rng.choice([0.0, 0.1]), embd_pdrop=rng.choice([0.0, 0.1]), hidden_act="gelu_new",
@@ -208,7 +212,7 @@ def draw(rng, small: bool, multi: float, families=None, lora_mixed: bool = False
         family = rng.choice(FAMILIES)
         cfg = synthetic(rng, family, small)
         model = {"config": cfg}
-    maxpos = int(cfg.get("max_position_embeddings") or cfg.get("n_positions") or 2048)
+    maxpos = int(cfg.get("max_position_embeddings") or cfg.get("n_positions") or cfg.get("max_seq_len") or 2048)
     seq = min(_log_uniform(rng, 32 if small else 128, 512 if small else 16384), maxpos)
     batch = _log_uniform(rng, 1, 4 if small else 16)
     case = {"model": model, "family": family, "batch": batch, "seq": seq, "options": {}, "inputs": {}}

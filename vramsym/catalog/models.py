@@ -302,7 +302,7 @@ def unmodelled(model: ModelSpec, components, values=None) -> str | None:
 # keys of an architectures.json entry that are not facts: field aliases, conditional settings, the
 # _checks fields and layer_types values the family reads (not refused for it), the list whose length
 # is the layer count
-ENTRY_KEYS = ("defaults", "absent_defaults", "aliases", "cases", "reads_fields", "reads_layer_types", "layers_from", "unmodelled",
+ENTRY_KEYS = ("defaults", "absent_defaults", "unread_fields", "aliases", "cases", "reads_fields", "reads_layer_types", "layers_from", "unmodelled",
               "mlp_act_from", "mlp_act_fixed", "kv_shared_from", "last_layer_global", "per_layer")
 
 
@@ -322,7 +322,11 @@ def _aliases(cfg: dict, entry: dict):
     (field, what it is), to be refused like any contradicting field). Its ``defaults`` (the config
     class's defaults of the fields the aliases and cases read) come first, for a config that leaves
     them out or sets them to null; ``absent_defaults`` only for a config that leaves them out (the
-    class keeps an explicit null: Mistral's sliding_window). Applied in place."""
+    class keeps an explicit null: Mistral's sliding_window). Its ``unread_fields`` (fields the family's
+    configs carry that its model class does not read, where the formulas would read them: MPT's
+    top-level resid_pdrop) are dropped first. Applied in place."""
+    for k in entry.get("unread_fields") or []:
+        cfg.pop(k, None)
     for key, keep_null in (("defaults", False), ("absent_defaults", True)):   # absent: the class keeps a null
         for k, v in (entry.get(key) or {}).items():
             if k not in cfg or (cfg[k] is None and not keep_null):
@@ -517,11 +521,11 @@ def _applies(rule: dict, cfg: dict) -> bool:
     ({field: value}: the config's field is not that value), ``if_equal`` ({field: value}: it is)."""
     if "if_present" in rule and not any(k in cfg for k in rule["if_present"]):
         return False
-    if "if_set" in rule and not _set(cfg.get(rule["if_set"])):
+    if "if_set" in rule and not _set(_field(cfg, rule["if_set"])):
         return False
     if "if_list" in rule and not isinstance(cfg.get(rule["if_list"]), list):
         return False
-    if "unless_set" in rule and cfg.get(rule["unless_set"]):
+    if "unless_set" in rule and _field(cfg, rule["unless_set"]):
         return False
     if "if_not_equal" in rule and any(cfg.get(k) == v for k, v in rule["if_not_equal"].items()):
         return False

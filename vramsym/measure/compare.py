@@ -32,7 +32,7 @@ _FUSED_NAMES = {"gpt2": ("attn.c_attn", "attn.c_proj"), "phi3": ("self_attn.qkv_
                 "gpt_neox": ("attention.query_key_value", "attention.dense"),
                 "falcon": ("self_attention.query_key_value", "self_attention.dense"),
                 "gpt_bigcode": ("attn.c_attn", "attn.c_proj"), "codegen": ("attn.qkv_proj", "attn.out_proj"),
-                "bloom": ("self_attention.query_key_value", "self_attention.dense")}
+                "bloom": ("self_attention.query_key_value", "self_attention.dense"), "mpt": ("attn.Wqkv", "attn.out_proj")}
 # the attention's output projection where a family with separate q, k and v does not call it o_proj
 _OUT_NAMES = {"phi": "dense", "opt": "out_proj", "gptj": "out_proj", "gpt_neo": "out_proj"}
 _LORA_TARGETS = {"qv": ["q_proj", "v_proj"], "attention": ["q_proj", "k_proj", "v_proj", "o_proj"],
