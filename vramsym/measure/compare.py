@@ -145,8 +145,9 @@ def _row_adder(rows: List[Dict]):
 
 # The harness measures a step in the phases its code can mark (a forward, a backward, an optimizer
 # step; a prefill and decode steps); each predicted phase lies inside one of them.
-MEASURED_AS = {"forward": "forward", "backward_start": "backward", "recompute_first": "backward",
+MEASURED_AS = {"forward": "forward", "attention_forward": "forward", "backward_start": "backward", "recompute_first": "backward",
                "backward_end": "backward", "recompute_last": "backward", "backward_top": "backward", "attention_backward": "backward",
+               "attention_recompute": "backward", "attention_recompute_last": "backward",
                "optimizer": "optimizer", "optimizer_step": "optimizer", "prefill": "prefill", "logits": "prefill",
                "per_layer_inputs": "prefill", "decode": "decode"}
 
