@@ -258,7 +258,9 @@ def write(rows, path: Path, note=None):
              "(Phi, OPT, OLMo, GPT-BigCode, GPT-J, CodeGen, Arcee) have their own seeded sweep, "
              "[docs/accuracy_sweep_families.md](accuracy_sweep_families.md) (`--families`), and a seed drawn after the "
              "fixes that seed 3 led to is [docs/accuracy_sweep_seed5.md](accuracy_sweep_seed5.md); GPT-Neo, read from "
-             "its structure after them, has seed 6, [docs/accuracy_sweep_seed6.md](accuracy_sweep_seed6.md).", "",
+             "its structure after them, has seed 6, [docs/accuracy_sweep_seed6.md](accuracy_sweep_seed6.md), BLOOM seed 7 "
+             "([docs/accuracy_sweep_seed7.md](accuracy_sweep_seed7.md)) and MPT seed 8 "
+             "([docs/accuracy_sweep_seed8.md](accuracy_sweep_seed8.md)).", "",
              "Measured = PyTorch's own accounting (`torch.distributed._tools.mem_tracker.MemTracker`) of live tensor "
              "storages, under FakeTensorMode for full-size configs (real CPU tensors for the tiny MoE and QLoRA models), "
              "training in `model.train()` with the config's dropout rates (dropout run as CUDA runs it: "

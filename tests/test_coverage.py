@@ -91,12 +91,20 @@ def test_issue21_config_variants_are_exact(mt, change):
 
 
 def test_an_unknown_type_is_refused_and_assume_llama_approximates(tool):
-    row = tool.row("bloom")
+    row = tool.row("persimmon")      # BLOOM was this example until issue 21 read it (now exact)
     assert row["status"] == "refused"
-    assert "'bloom'" in row["note"] and "nearest supported family" in row["note"] and "--assume llama" in row["note"]
+    assert "'persimmon'" in row["note"] and "nearest supported family" in row["note"] and "--assume llama" in row["note"]
     assert row.get("assume_diff") is not None
     md = tool.markdown([row], 1.0, "test")
-    assert "| `bloom` | refused |" in md and "0 exact" in md
+    assert "| `persimmon` | refused |" in md and "0 exact" in md
+
+
+@pytest.mark.parametrize("mt", ["bloom", "gpt_neo", "mpt"])
+def test_issue21_older_families_are_exact(tool, mt):
+    # read from their structure this session: parameters and KV per token against the meta model
+    row = tool.row(mt)
+    assert row["status"] == "exact", row
+    assert row["vram_params"] == row["meta_params"] and row["vram_kv"] == row["meta_kv"], row
 
 
 def _exact_against_meta(tool, model_type, **fields) -> bool:
