@@ -82,3 +82,20 @@ def test_catalog_buffers_match_transformers(lib, name):
     expected = sum(b.numel() * b.element_size() for b in _meta_model(name).buffers())
     est = _counts(name, {"precision": "fp32"})
     assert next(c for c in est.all_components if c.name == "model_buffers").bytes == expected
+
+
+@pytest.mark.parametrize("cfg,fields", [
+    ({"model_type": "bloom", "hidden_size": 1000, "n_layer": 2, "n_head": 7, "vocab_size": 100}, ("hidden_size", "n_head")),
+    ({"model_type": "mpt", "d_model": 1000, "n_layers": 2, "n_heads": 7, "vocab_size": 100}, ("d_model", "n_heads")),
+    ({"model_type": "gpt_neo", "hidden_size": 1000, "num_layers": 2, "num_heads": 7, "vocab_size": 100,
+      "attention_types": [[["global"], 2]]}, ("hidden_size", "num_heads")),
+])
+def test_a_width_the_heads_do_not_divide_is_refused_where_the_model_class_refuses_it(cfg, fields):
+    """BLOOM, GPT-Neo and MPT split the hidden size into equal heads and raise otherwise (issue 21's
+    families): a config they cannot be built from gets a sentence naming both fields, not a number."""
+    from vramsym.catalog.models import _spec
+    with pytest.raises(vramsym.InputError) as e:
+        _spec(cfg, "odd-heads", "test")
+    assert all(f in str(e.value) for f in fields) and "not a multiple" in str(e.value)
+    ok = dict(cfg, **{fields[0]: 1001 - 1001 % cfg[fields[1]]})     # the nearest width the heads divide
+    assert _spec(ok, "even-heads", "test").config["model_type"] == cfg["model_type"]

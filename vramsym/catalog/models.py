@@ -211,6 +211,9 @@ def _spec(config: dict, name: str, source: str, hf_id=None, published=None, fiel
     if known:
         facts.update(entry)
         refused = _aliases(cfg, entry)
+        invalid = _indivisible(cfg, entry)
+        if invalid is not None and assume is None:
+            raise InputError(f"model config '{source}': {invalid}")
     elif assume is None:
         raise InputError(_unknown_sentence(cfg, mt, arch, source))
     else:
@@ -303,7 +306,7 @@ def unmodelled(model: ModelSpec, components, values=None) -> str | None:
 # _checks fields and layer_types values the family reads (not refused for it), the list whose length
 # is the layer count
 ENTRY_KEYS = ("defaults", "absent_defaults", "unread_fields", "aliases", "cases", "reads_fields", "reads_layer_types", "layers_from", "unmodelled",
-              "mlp_act_from", "mlp_act_fixed", "kv_shared_from", "last_layer_global", "per_layer")
+              "mlp_act_from", "mlp_act_fixed", "kv_shared_from", "last_layer_global", "per_layer", "must_divide")
 
 
 def _set(v) -> bool:
@@ -354,6 +357,18 @@ def _aliases(cfg: dict, entry: dict):
                 if v is not None:
                     cfg[target] = v
                     break
+    return None
+
+
+def _indivisible(cfg: dict, entry: dict) -> str | None:
+    """A sentence for the first of the entry's ``must_divide`` pairs ({field, into, source}: the model
+    class splits ``into`` into ``field`` equal parts and raises when it cannot) that the config breaks,
+    or None. Read after the aliases, so a family's own names count."""
+    for rule in entry.get("must_divide") or []:
+        n, total = _field(cfg, rule["field"]), _field(cfg, rule["into"])
+        if isinstance(n, int) and isinstance(total, int) and n > 0 and total % n:
+            return (f"{rule['into']} {total} is not a multiple of {rule['field']} {n}; "
+                    f"the model class cannot be built from it ({rule['source']})")
     return None
 
 
