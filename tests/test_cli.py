@@ -228,24 +228,24 @@ def _cfg(tmp_path, **changes):
 
 
 def test_an_unknown_model_type_is_refused_with_one_sentence(tmp_path, capsys):
-    code, out, err = run(capsys, "estimate", "--model", _cfg(tmp_path, model_type="bloom"), "--batch", "1", "--seq", "8")
+    code, out, err = run(capsys, "estimate", "--model", _cfg(tmp_path, model_type="persimmon"), "--batch", "1", "--seq", "8")
     assert code == ExitStatus.BAD_INPUT and out == ""
     line = err.strip()
-    assert "\n" not in line and "'bloom'" in line and "nearest supported family:" in line
+    assert "\n" not in line and "'persimmon'" in line and "nearest supported family:" in line
     assert "`--assume llama` gives an approximation" in line
     code, out, err = run(capsys, "estimate", "--model", _cfg(tmp_path, model_type=None), "--batch", "1", "--seq", "8")
     assert code == ExitStatus.BAD_INPUT and "without a model_type" in err and "--assume llama" in err
 
 
 def test_assume_llama_says_it_everywhere(tmp_path, capsys):
-    p = _cfg(tmp_path, model_type="bloom")
+    p = _cfg(tmp_path, model_type="persimmon")
     code, out, err = run(capsys, "estimate", "--model", p, "--assume", "llama", "--batch", "1", "--seq", "8")
     assert code == 0
-    assert "vramsym: warning:" in err and "approximation" in err and "'bloom'" in err
-    assert "APPROXIMATE: model_type 'bloom'" in out
+    assert "vramsym: warning:" in err and "approximation" in err and "'persimmon'" in err
+    assert "APPROXIMATE: model_type 'persimmon'" in out
     code, out, err = run(capsys, "estimate", "--model", p, "--assume", "llama", "--batch", "1", "--seq", "8", "--json")
     d = json.loads(out)
-    assert d["approximate"] is True and "'bloom'" in d["approximate_reason"] and "Llama-style" in d["approximate_reason"]
+    assert d["approximate"] is True and "'persimmon'" in d["approximate_reason"] and "Llama-style" in d["approximate_reason"]
     # the same structure as a llama config: the same numbers, only marked
     code, out2, _ = run(capsys, "estimate", "--model", _cfg(tmp_path), "--batch", "1", "--seq", "8", "--json")
     d2 = json.loads(out2)
