@@ -1107,3 +1107,39 @@ def test_mpt_reads_the_dropout_its_model_class_reads():
     a = vramsym.estimate(_spec(dict(base, resid_pdrop=0.5), "mpt-a", "t"), "train", inputs={"batch": 1, "seq": 128})
     b = vramsym.estimate(_spec(base, "mpt-b", "t"), "train", inputs={"batch": 1, "seq": 128})
     assert a.total_bytes == b.total_bytes
+
+
+#: Gemma 4 shapes at small widths: E2B's (one KV head, the last layers reusing KV with a double-wide MLP,
+#: per-layer inputs) and the 31B's (several KV heads, values from the keys on the full-attention layers,
+#: whose 320 dimensions per head rule out SDPA's enable_gqa, so transformers repeats their keys and values)
+GEMMA4_E = {"model_type": "gemma4_text", "hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4,
+            "num_key_value_heads": 1, "head_dim": 64, "global_head_dim": 128, "num_hidden_layers": 10,
+            "num_kv_shared_layers": 5, "use_double_wide_mlp": True, "hidden_size_per_layer_input": 32,
+            "vocab_size": 4096, "vocab_size_per_layer_input": 4096, "sliding_window": 128,
+            "layer_types": (["sliding_attention"] * 4 + ["full_attention"]) * 2, "final_logit_softcapping": 30.0}
+GEMMA4_31 = {"model_type": "gemma4_text", "hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4,
+             "num_key_value_heads": 2, "head_dim": 64, "global_head_dim": 320, "attention_k_eq_v": True,
+             "num_global_key_value_heads": 2, "num_hidden_layers": 8, "hidden_size_per_layer_input": 0,
+             "vocab_size": 4096, "sliding_window": 128, "final_logit_softcapping": 30.0,
+             "layer_types": (["sliding_attention"] * 3 + ["full_attention"]) * 2}
+
+
+@pytest.mark.parametrize("cfg,regime,options,low,high", [
+    (GEMMA4_E, "lora", {"precision": "bf16"}, -0.002, 0.002),
+    (GEMMA4_E, "lora", {"precision": "mixed_bf16", "checkpointing": "full"}, -0.002, 0.01),
+    (GEMMA4_E, "train", {"precision": "mixed_bf16"}, -0.002, 0.002),
+    (GEMMA4_E, "train", {"precision": "fp32", "attention": "eager"}, -0.002, 0.002),
+    (GEMMA4_31, "lora", {"precision": "bf16"}, -0.002, 0.002),
+    (GEMMA4_31, "lora", {"precision": "bf16", "checkpointing": "full", "lora_targets": "attention"}, -0.002, 0.002),
+    (GEMMA4_31, "train", {"precision": "mixed_bf16"}, -0.002, 0.002),
+])
+def test_gemma4_training_from_its_layer_shapes(cfg, regime, options, low, high):
+    """Issue 21: Gemma 4's training was refused (formulas/activations.vram read one head shape for
+    every layer). Each layer now saves what its shape does (`TERM with SHAPE`): the sliding and
+    full-attention layers at their own heads, the layers that reuse KV (no k/v projections, norms or
+    adapters; a double-wide MLP), the weightless v_norm, Gemma4RMSNorm's two per-row values, the
+    per-layer input block, the repeated keys and values of head dimensions over 256, the fp32 key
+    autocast casts to 16 bits at all heads, and under checkpointing the stored keys and values that
+    the layers' arguments hold. Traced tensor by tensor on tiny configs (real tensors) and measured at
+    full size (Gemma 4 E2B and E4B, a 31B-shaped config: within 0.2% in LoRA and training)."""
+    _family_case(cfg, regime, options, {"batch": 2, "seq": 512}, low, high)

@@ -153,3 +153,46 @@ def test_fuzz_loader_raises_only_formula_errors(text):
         lib_text(HEADER + text)
     except FormulaError:
         pass
+
+
+# ---- `with`: a term at other symbol values (layers of another shape, formulas/activations.vram) ----
+WITH = HEADER + '''
+symbol d : 1 "head dimension" default 64
+symbol dg : 1 "the other layers' head dimension" default 256
+term per_layer = b * s * h * d * [element/(token*layer)] * eb : byte/layer "one layer" source "test"
+term inner = per_layer * L : byte "every layer" source "test"
+shape wide "the wide layers" { d = dg, h = 2 * h } source "test"
+term both = inner + inner with { d = dg } + inner with wide : byte "the three" source "test"
+regime r "r" { add both }
+'''
+
+
+def test_with_substitutes_inside_the_expansion():
+    """`TERM with {symbol = value}` and `TERM with SHAPE` give the term's whole expansion (the terms it
+    reads included) with the symbols replaced; nested terms need no copy of their own."""
+    from vramsym.engine.regimes import compose
+    from vramsym.lang.build import Substituted
+    lib = lib_text(WITH)
+    c = compose(lib, "r")
+    sym = {n: c.symbols[n] for n in ("b", "s", "h", "d", "dg", "L")}
+    at = {sym["b"]: 2, sym["s"]: 3, sym["h"]: 5, sym["d"]: 7, sym["dg"]: 11, sym["L"]: 13}
+    one = 2 * 2 * 3 * 5 * 13
+    assert c.expanded["both"].xreplace(at) == one * 7 + one * 11 + 2 * one * 11
+    assert c.definitions["both"].has(Substituted) and not c.expanded["both"].has(Substituted)
+
+
+@pytest.mark.parametrize("extra,needle", [
+    ('term x = inner with { eb = 2 } : byte "x" source "t"', "'eb' is a term: `with` replaces symbols only"),
+    ('term x = inner with { nope = 2 } : byte "x" source "t"', "'nope' is not declared"),
+    ('term x = inner with { d = 2 * [byte] } : byte "x" source "t"', "'d' has the unit 1, its value in this `with` byte"),
+    ('term x = inner with { d = 1, d = 2 } : byte "x" source "t"', "duplicate definition of 'd'"),
+    ('term x = inner with narrow : byte "x" source "t"', "unknown shape 'narrow' (declared shapes: wide)"),
+    ('term x = h with { d = 1 } * eb * [element] : byte "x" source "t"', "'h' is a symbol"),
+    ('shape odd "reads a term" { d = eb / eb } source "t"', "a shape's values may read symbols only"),
+    ('shape bad "wrong unit" { d = 2 * [layer] } source "t"', "'d' is in [1], the value a shape gives it is in [layer]"),
+    ('shape wide "again" { d = 1 } source "t"', "duplicate definition of 'wide'"),
+    ('shape nosrc "no source" { d = 1 }', "cites no source"),
+])
+def test_with_and_shape_errors_name_the_problem(extra, needle):
+    _, diags = load_text(WITH + extra)
+    assert any(needle in d.message for d in diags), [d.message for d in diags]

@@ -14,7 +14,7 @@ from typing import Dict, List, Mapping, Optional, Tuple
 import sympy
 
 from ..lang import ast as A
-from ..lang.build import make_symbol, placeholder, to_sympy
+from ..lang.build import make_symbol, placeholder, substitute, to_sympy
 from ..lang.diagnostics import MSG_CYCLE, InputError
 from ..lang.library import Library, find_cycle, names_in
 from ..lang.parse import deep_recursion
@@ -108,7 +108,7 @@ def compose(lib: Library, name: str, options: Mapping[str, str] = (),
         return symbols[n]
 
     with deep_recursion():
-        definitions = {n: to_sympy(e, resolve, opts) for n, e in reached.items()}
+        definitions = {n: to_sympy(e, resolve, opts, lib.shapes) for n, e in reached.items()}
     expanded: Dict[str, sympy.Expr] = {}
 
     def expand(n: str) -> sympy.Expr:
@@ -119,7 +119,7 @@ def compose(lib: Library, name: str, options: Mapping[str, str] = (),
         for s in d.free_symbols:
             if s.name in reached and s.name != n:
                 repl[s] = expand(s.name)
-        expanded[n] = d.xreplace(repl) if repl else d
+        expanded[n] = substitute(d.xreplace(repl) if repl else d)
         return expanded[n]
 
     for n in definitions:

@@ -115,7 +115,24 @@ class Match:
     span: Span
 
 
-Expr = Union[Num, Name, UnitLiteral, BinOp, Neg, Compare, Call, Match]
+@dataclass(frozen=True)
+class Binding:
+    name: str           # a symbol
+    expr: "Expr"        # its value in the substituted term
+    span: Span
+
+
+@dataclass(frozen=True)
+class With:
+    """``term with {symbol = expr, ...}`` (or ``term with SHAPE``, a declared set of them): the
+    term's full expansion with the symbols replaced."""
+    target: Name
+    bindings: Tuple[Binding, ...]
+    span: Span
+    shape: Optional[str] = None
+
+
+Expr = Union[Num, Name, UnitLiteral, BinOp, Neg, Compare, Call, Match, With]
 
 
 def children(node) -> tuple:
@@ -130,6 +147,7 @@ _CHILDREN = {
     Neg: lambda e: (e.operand,),
     Call: lambda e: tuple(e.args),
     Match: lambda e: tuple(c.expr for c in e.cases),
+    With: lambda e: (e.target,) + tuple(b.expr for b in e.bindings),
 }
 
 
@@ -150,6 +168,16 @@ class Visitor:
 
 
 # ---- statements ----
+@dataclass(frozen=True)
+class ShapeDef:
+    """``shape NAME "description" { symbol = expr, ... }``: symbol values for ``TERM with NAME``."""
+    name: str
+    description: str
+    bindings: Tuple[Binding, ...]
+    span: Span
+    sources: Tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class Include:
     path: str

@@ -34,9 +34,39 @@ def placeholder(name: str) -> sympy.Symbol:
     return sympy.Symbol(name, real=True)
 
 
-def to_sympy(expr: A.Expr, resolve: Callable[[str], sympy.Expr], options: Mapping[str, str]) -> sympy.Expr:
-    """``expr`` as sympy; ``resolve`` gives each name's sympy value, ``options`` choose the ``match`` cases."""
-    return SymPyBuilder(resolve, options).visit(expr)
+class Substituted(sympy.Function):
+    """``term with {symbol = value, ...}`` before expansion: ``Substituted(term, symbol, value, ...)``.
+    :func:`substitute` replaces it, once the term is expanded, by that expansion with the symbols
+    replaced; until then a derivation prints it as the term evaluated at the values."""
+
+    @classmethod
+    def eval(cls, *args):
+        return None
+
+    def pairs(self):
+        a = self.args[1:]
+        return dict(zip(a[0::2], a[1::2]))
+
+    def _latex(self, printer):
+        at = ",\\ ".join(f"{printer._print(k)} = {printer._print(v)}" for k, v in self.pairs().items())
+        return f"\\left. {printer._print(self.args[0])} \\right|_{{{at}}}"
+
+
+def substitute(expr: sympy.Expr) -> sympy.Expr:
+    """``expr`` with every :class:`Substituted` replaced by its term's value at the bound symbols
+    (the term already expanded in it), innermost first."""
+    if not expr.has(Substituted):
+        return expr
+    return expr.replace(lambda e: isinstance(e, Substituted),
+                        lambda e: substitute(e.args[0]).xreplace(
+                            {k: substitute(v) for k, v in e.pairs().items()}))
+
+
+def to_sympy(expr: A.Expr, resolve: Callable[[str], sympy.Expr], options: Mapping[str, str],
+             shapes: Mapping[str, "A.ShapeDef"] = {}) -> sympy.Expr:
+    """``expr`` as sympy; ``resolve`` gives each name's sympy value, ``options`` choose the ``match``
+    cases, ``shapes`` are the declared shapes that ``with`` names."""
+    return SymPyBuilder(resolve, options, shapes).visit(expr)
 
 
 class SymPyBuilder(A.Visitor):
@@ -44,8 +74,8 @@ class SymPyBuilder(A.Visitor):
     _BINARY = {"+": lambda l, r: l + r, "-": lambda l, r: l - r, "*": lambda l, r: l * r,
                "/": lambda l, r: l / r, "^": lambda l, r: l ** r}
 
-    def __init__(self, resolve, options):
-        self.resolve, self.options = resolve, options
+    def __init__(self, resolve, options, shapes={}):
+        self.resolve, self.options, self.shapes = resolve, options, shapes
 
     def visit_Num(self, e):
         return sympy.Rational(e.value.numerator, e.value.denominator)
@@ -77,6 +107,12 @@ class SymPyBuilder(A.Visitor):
             if chosen in c.labels:
                 return self.visit(c.expr)
         raise AssertionError(f"match on {e.option} has no case {chosen}")
+
+    def visit_With(self, e):
+        args = [self.visit(e.target)]
+        for b in (self.shapes[e.shape].bindings if e.shape is not None else e.bindings):
+            args += [self.resolve(b.name), self.visit(b.expr)]
+        return Substituted(*args)
 
     def generic_visit(self, node):
         raise AssertionError(f"unhandled node {node!r}")

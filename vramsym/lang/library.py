@@ -19,7 +19,7 @@ from ..catalog.paths import formulas_path
 from ..records import Domain
 from . import ast as A
 from .diagnostics import (MSG_ARITY, MSG_COMPARE_OUTSIDE_IF, MSG_CYCLE, MSG_DUPLICATE,
-                          MSG_COMPONENT_UNIT, MSG_DEFAULT_TERM, MSG_DEFAULT_UNIT, MSG_IF_CONDITION, MSG_NO_SOURCE, MSG_INCLUDE, MSG_LET_UNIT, MSG_MATCH_INCOMPLETE,
+                          MSG_BINDING_UNIT, MSG_COMPONENT_UNIT, MSG_DEFAULT_TERM, MSG_DEFAULT_UNIT, MSG_IF_CONDITION, MSG_NO_SOURCE, MSG_INCLUDE, MSG_LET_UNIT, MSG_MATCH_INCOMPLETE,
                           MSG_TERM_UNIT, MSG_UNKNOWN_CHOICE, MSG_UNKNOWN_COMPONENT,
                           MSG_UNKNOWN_DOMAIN, MSG_UNKNOWN_FUNCTION, MSG_UNKNOWN_NAME,
                           MSG_UNKNOWN_OPTION, MSG_UNKNOWN_REGIME, Diagnostic, FormulaError)
@@ -41,6 +41,7 @@ class Library:
     regimes: Dict[str, A.RegimeDef] = field(default_factory=dict)
     presets: Dict[str, A.PresetDef] = field(default_factory=dict)   # option -> its preset
     fits: List[A.FitDef] = field(default_factory=list)              # rows of `vramsym fit`
+    shapes: Dict[str, A.ShapeDef] = field(default_factory=dict)     # symbol values for `TERM with SHAPE`
     units: Dict[str, str] = field(default_factory=dict)  # name -> readable unit
     sources: Dict[str, str] = field(default_factory=dict)  # file -> text
     files: Tuple[str, ...] = ()
@@ -197,6 +198,11 @@ class _Collector(A.Visitor):
     def visit_FitDef(self, st):
         self.lib.fits.append(st)
 
+    def visit_ShapeDef(self, st):
+        seen = self.lib.shapes.get(st.name)
+        if self._fresh(st.name, st.span, seen.span if seen else None):
+            self.lib.shapes[st.name] = st
+
     def visit_Include(self, st):
         pass        # followed while reading the files
 
@@ -262,7 +268,8 @@ def _check(lib: Library, diags: List[Diagnostic], units_file: str) -> None:
             return
         got = unit_of(expr, lookup, ureg, diags)
         if got is not None and want is not None and not same(got, want):
-            msg = {"term": MSG_TERM_UNIT, "let": MSG_LET_UNIT, "default": MSG_DEFAULT_UNIT}[what].format(
+            msg = {"term": MSG_TERM_UNIT, "let": MSG_LET_UNIT, "default": MSG_DEFAULT_UNIT,
+                   "binding": MSG_BINDING_UNIT}[what].format(
                 name=name, declared=fmt(want), actual=fmt(got))
             diags.append(Diagnostic(span, "unit", msg))
 
@@ -298,6 +305,17 @@ def _check(lib: Library, diags: List[Diagnostic], units_file: str) -> None:
         problem = latex_problem(d.latex) if d.latex else None
         if problem:
             diags.append(Diagnostic(d.span, "definition", f"the latex name of '{d.name}' {problem}"))
+    for sh in lib.shapes.values():
+        if not sh.sources:
+            diags.append(Diagnostic(sh.span, "definition", MSG_NO_SOURCE.format(name=sh.name)))
+        _NameCheck(lib, diags).bindings(sh.bindings)
+        for b in sh.bindings:
+            terms = [n for n in names_in(b.expr) if n.name in lib.terms]
+            for n in terms:     # a shape is read where any term may be: its values are symbols' expressions
+                diags.append(Diagnostic(n.span, "definition", f"the shape '{sh.name}' gives '{b.name}' a value that "
+                                        f"reads the term '{n.name}': a shape's values may read symbols only"))
+            if b.name in declared and not terms:
+                check_expr(b.expr, declared[b.name], "binding", b.span, b.name)
     _check_regimes(lib, diags, check_expr, declared)
     _check_presets(lib, diags)
     _check_cycles(lib, diags)
@@ -378,6 +396,28 @@ class _NameCheck(A.Visitor):
                 diags.append(Diagnostic(e.span, "definition", MSG_MATCH_INCOMPLETE.format(
                     option=opt.name, missing=", ".join(missing))))
         self.generic_visit(e)
+
+    def visit_With(self, e):
+        if e.target.name in self.lib.symbols:
+            self.diags.append(Diagnostic(e.target.span, "definition", f"'{e.target.name}' is a symbol: `with` "
+                                         f"substitutes inside a term's expansion, so it takes a term"))
+        if e.shape is not None and e.shape not in self.lib.shapes:
+            known = ", ".join(sorted(self.lib.shapes)) or "none"
+            self.diags.append(Diagnostic(e.span, "name", f"unknown shape '{e.shape}' (declared shapes: {known})"))
+        self.bindings(e.bindings)
+        self.visit(e.target)
+
+    def bindings(self, bindings) -> None:
+        seen: Set[str] = set()
+        for b in bindings:
+            if b.name not in self.lib.symbols:
+                what = "a term" if b.name in self.lib.terms else "not declared"
+                self.diags.append(Diagnostic(b.span, "name", f"'{b.name}' is {what}: `with` replaces symbols only"))
+            elif b.name in seen:
+                self.diags.append(Diagnostic(b.span, "definition", MSG_DUPLICATE.format(
+                    name=b.name, first="an earlier binding of this `with`")))
+            seen.add(b.name)
+            self.check(b.expr, False)
 
 
 def _check_regimes(lib: Library, diags, check_expr, declared) -> None:

@@ -251,6 +251,25 @@ class _Builder(Transformer):
         return A.Match(str(items[0]), tuple(items[1:]), self._span(meta))
 
     @v_args(meta=True)
+    def with_expr(self, meta, items):
+        return A.With(A.Name(str(items[0]), self._tspan(items[0])), tuple(items[1:]), self._span(meta))
+
+    @v_args(meta=True)
+    def with_shape(self, meta, items):
+        return A.With(A.Name(str(items[0]), self._tspan(items[0])), (), self._span(meta), shape=str(items[1]))
+
+    @v_args(meta=True)
+    def shape_def(self, meta, items):
+        name, desc, *rest = items
+        bindings = tuple(i for i in rest if isinstance(i, A.Binding))
+        sources = tuple(v for i in rest if isinstance(i, tuple) and i[0] == "sources" for v in [i[1]])
+        return A.ShapeDef(str(name), self._str(desc), bindings, self._span(meta), sources)
+
+    @v_args(meta=True)
+    def binding(self, meta, items):
+        return A.Binding(str(items[0]), items[1], self._span(meta))
+
+    @v_args(meta=True)
     def case(self, meta, items):
         return A.Case(tuple(str(t) for t in items[:-1]), items[-1], self._span(meta))
 

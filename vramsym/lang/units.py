@@ -161,6 +161,18 @@ class UnitOf(A.Visitor):
         units = [self.visit(c.expr) for c in e.cases]
         return _common(units, [c.span for c in e.cases], "combine", self.diags)
 
+    def visit_With(self, e):
+        ok = True
+        for b in e.bindings:
+            want, got = self.lookup(A.Name(b.name, b.span)), self.visit(b.expr)
+            if want is not None and got is not None and not same(want, got):
+                self.diags.append(Diagnostic(b.span, "unit", f"'{b.name}' has the unit {fmt(want)}, "
+                                             f"its value in this `with` {fmt(got)}"))
+                ok = False
+            ok = ok and got is not None
+        target = self.visit(e.target)      # a shape's values are checked where it is declared
+        return target if ok else None
+
     def generic_visit(self, node):
         raise AssertionError(f"unhandled node {node!r}")
 
