@@ -116,6 +116,30 @@ def synthetic(rng, family: str, small: bool) -> dict:
         return {"model_type": "mpt", "d_model": n_q * d_h, "n_layers": layers, "n_heads": n_q, "vocab_size": vocab,
                 "max_seq_len": maxpos, "attn_config": {"attn_pdrop": 0}, "tie_word_embeddings": rng.random() < 0.8,
                 "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0}
+    if family == "gemma4_text":
+        # Gemma 4's shapes: a sliding pattern with a full-attention layer last, full-attention layers at their
+        # own head dimension (over 256 now and then), the last layers reusing keys and values (E2B / E4B) with
+        # a double-wide MLP, per-layer inputs or none (26B / 31B), values from the keys (attention_k_eq_v)
+        period = rng.choice([5, 6])
+        blocks = rng.randint(1, 2) if small else rng.randint(2, 6)
+        n_layers = period * blocks
+        types = (["sliding_attention"] * (period - 1) + ["full_attention"]) * blocks
+        shared = rng.choice([0, 0, rng.randint(1, n_layers - period)]) if n_layers > period else 0
+        keqv = rng.random() < 0.3
+        cfg = {"model_type": "gemma4_text", "hidden_size": h, "num_hidden_layers": n_layers, "num_attention_heads": n_q,
+               "num_key_value_heads": kv, "head_dim": d_h, "global_head_dim": rng.choice([2 * d_h, 512]),
+               "intermediate_size": inter, "vocab_size": vocab, "layer_types": types,
+               "sliding_window": rng.choice([256, 512, 1024]), "num_kv_shared_layers": shared,
+               "use_double_wide_mlp": shared > 0 and rng.random() < 0.7,
+               # transformers 5.24 slices the per-layer inputs for the layers that reuse keys and values
+               # (Gemma4TextModel._maybe_slice_kv_shared_inputs), which fails without them: sharing comes with them
+               "hidden_size_per_layer_input": rng.choice([64, 256] if shared else [0, 64, 256]),
+               "vocab_size_per_layer_input": vocab,
+               "attention_k_eq_v": keqv, "final_logit_softcapping": rng.choice([None, 30.0]),
+               "max_position_embeddings": maxpos, "tie_word_embeddings": True, "pad_token_id": 0}
+        if keqv:
+            cfg["num_global_key_value_heads"] = rng.choice([d for d in range(1, n_q + 1) if n_q % d == 0])
+        return cfg
     if family == "phi":
         cfg.update(hidden_size=n_q * d_h, num_key_value_heads=kv, partial_rotary_factor=rng.choice([0.25, 0.5, 1.0]),
                    resid_pdrop=rng.choice([0.0, 0.1]), embd_pdrop=rng.choice([0.0, 0.1]), hidden_act="gelu_new",
