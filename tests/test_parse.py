@@ -179,6 +179,9 @@ def test_with_substitutes_inside_the_expansion():
     one = 2 * 2 * 3 * 5 * 13
     assert c.expanded["both"].xreplace(at) == one * 7 + one * 11 + 2 * one * 11
     assert c.definitions["both"].has(Substituted) and not c.expanded["both"].has(Substituted)
+    import sympy
+    tex = sympy.latex(c.definitions["both"])     # a derivation shows the term at the values, before expansion
+    assert r"\right|_{" in tex and "dg" in tex
 
 
 @pytest.mark.parametrize("extra,needle", [

@@ -6,7 +6,7 @@ symbols, so a derivation can show each term before it is expanded.
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Optional
 
 import sympy
 
@@ -63,7 +63,7 @@ def substitute(expr: sympy.Expr) -> sympy.Expr:
 
 
 def to_sympy(expr: A.Expr, resolve: Callable[[str], sympy.Expr], options: Mapping[str, str],
-             shapes: Mapping[str, "A.ShapeDef"] = {}) -> sympy.Expr:
+             shapes: Optional[Mapping[str, "A.ShapeDef"]] = None) -> sympy.Expr:
     """``expr`` as sympy; ``resolve`` gives each name's sympy value, ``options`` choose the ``match``
     cases, ``shapes`` are the declared shapes that ``with`` names."""
     return SymPyBuilder(resolve, options, shapes).visit(expr)
@@ -74,8 +74,8 @@ class SymPyBuilder(A.Visitor):
     _BINARY = {"+": lambda l, r: l + r, "-": lambda l, r: l - r, "*": lambda l, r: l * r,
                "/": lambda l, r: l / r, "^": lambda l, r: l ** r}
 
-    def __init__(self, resolve, options, shapes={}):
-        self.resolve, self.options, self.shapes = resolve, options, shapes
+    def __init__(self, resolve, options, shapes=None):
+        self.resolve, self.options, self.shapes = resolve, options, shapes or {}
 
     def visit_Num(self, e):
         return sympy.Rational(e.value.numerator, e.value.denominator)
