@@ -99,3 +99,34 @@ def test_a_width_the_heads_do_not_divide_is_refused_where_the_model_class_refuse
     assert all(f in str(e.value) for f in fields) and "not a multiple" in str(e.value)
     ok = dict(cfg, **{fields[0]: 1001 - 1001 % cfg[fields[1]]})     # the nearest width the heads divide
     assert _spec(ok, "even-heads", "test").config["model_type"] == cfg["model_type"]
+
+
+GPT_NEO_OK = {"model_type": "gpt_neo", "hidden_size": 256, "num_layers": 4, "num_heads": 4, "vocab_size": 100,
+              "attention_types": [[["global", "local"], 2]]}
+
+
+@pytest.mark.parametrize("cfg,field", [
+    (dict(GPT_NEO_OK, attention_types=[[["global", "local"], 1]]), "attention_types"),     # 2 kinds for 4 layers
+    (dict(GPT_NEO_OK, attention_types=[[["global", "sparse"], 2]]), "attention_types"),    # no such kind
+    (dict(GPT_NEO_OK, attention_types="global"), "attention_types"),                       # not a pattern
+    (dict(GPT_NEO_OK, attention_types=[[["global"], True], [["local"], 3]]), "attention_types"),
+    ({"model_type": "mpt", "d_model": 256, "n_layers": 2, "n_heads": 4, "vocab_size": 100, "attn_config": "fast"},
+     "attn_config"),
+    ({"model_type": "mpt", "d_model": 256, "n_layers": 2, "n_heads": 4, "vocab_size": 100, "attn_config": [0]},
+     "attn_config"),
+])
+def test_a_structure_field_the_model_class_cannot_read_is_refused(cfg, field):
+    """GPT-Neo expands attention_types into one kind per layer and raises when their number is not
+    num_layers or a kind is not 'global' / 'local'; MPT reads attn_config as an object. A config the
+    model class cannot be built from gets a sentence naming the field, not a number."""
+    from vramsym.catalog.models import _spec
+    with pytest.raises(vramsym.InputError) as e:
+        _spec(cfg, "hostile", "test")
+    assert f"'{field}'" in str(e.value) and "refused" in str(e.value)
+
+
+def test_the_structure_fields_the_model_class_reads_are_accepted():
+    from vramsym.catalog.models import _spec
+    assert _spec(GPT_NEO_OK, "neo", "test").config["model_type"] == "gpt_neo"
+    mpt = {"model_type": "mpt", "d_model": 256, "n_layers": 2, "n_heads": 4, "vocab_size": 100, "attn_config": {"attn_pdrop": 0}}
+    assert _spec(mpt, "mpt", "test").config["model_type"] == "mpt"

@@ -342,7 +342,9 @@ def _aliases(cfg: dict, entry: dict):
     for case in entry.get("cases") or []:
         if _applies(case, cfg):
             if "refuse" in case:
-                field = case.get("if_set") or case.get("unless_set") or next(iter(case.get("if_present", [])), "?")
+                field = (case.get("if_set") or case.get("unless_set") or case.get("if_not_mapping")
+                         or (case.get("if_pattern_mismatch") or {}).get("field")
+                         or next(iter(case.get("if_present", [])), "?"))
                 return field, case["refuse"]
             cfg.update(case.get("set") or {})
             for target, src in (case.get("copy") or {}).items():
@@ -533,7 +535,10 @@ def _applies(rule: dict, cfg: dict) -> bool:
     """Whether a rule's condition holds: ``if_present`` (one of the keys is in the config, even
     null), ``if_list`` (the field is a list), ``if_set`` (the field is set: not missing, null, 0,
     false or empty), ``unless_set`` (the field is missing, null, 0, false or empty), ``if_not_equal``
-    ({field: value}: the config's field is not that value), ``if_equal`` ({field: value}: it is)."""
+    ({field: value}: the config's field is not that value), ``if_equal`` ({field: value}: it is),
+    ``if_not_mapping`` (the field is set to something other than an object), ``if_pattern_mismatch``
+    ({field, layers, kinds}: the field, a repeat pattern ``[[[kind, ...], times], ...]``, is not one, names
+    a kind not in ``kinds``, or does not expand to the ``layers`` field's count of layers)."""
     if "if_present" in rule and not any(k in cfg for k in rule["if_present"]):
         return False
     if "if_set" in rule and not _set(_field(cfg, rule["if_set"])):
@@ -546,7 +551,32 @@ def _applies(rule: dict, cfg: dict) -> bool:
         return False
     if "if_equal" in rule and not all(cfg.get(k) == v for k, v in rule["if_equal"].items()):
         return False
+    if "if_not_mapping" in rule and (cfg.get(rule["if_not_mapping"]) is None
+                                     or isinstance(cfg.get(rule["if_not_mapping"]), dict)):
+        return False
+    if "if_pattern_mismatch" in rule and not _pattern_mismatch(cfg, rule["if_pattern_mismatch"]):
+        return False
     return True
+
+
+def _pattern_mismatch(cfg: dict, rule: dict) -> bool:
+    """Whether the config's repeat pattern (GPT-Neo's attention_types: [[["global", "local"], 12]]) is
+    malformed, names a kind the model class does not build, or does not give one kind per layer."""
+    pattern = cfg.get(rule["field"])
+    if pattern is None:
+        return False
+    count = 0
+    if not isinstance(pattern, list):
+        return True
+    for item in pattern:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], list)
+                and isinstance(item[1], int) and not isinstance(item[1], bool) and item[1] >= 0):
+            return True
+        if any(k not in rule["kinds"] for k in item[0]):
+            return True
+        count += len(item[0]) * item[1]
+    layers = cfg.get(rule["layers"])
+    return isinstance(layers, int) and count != layers
 
 
 # ---- the named layer rules: (config, L, the rule's parameters) -> a count of layers, in closed form ----
