@@ -104,6 +104,8 @@ UNIT = [
      "term 'x' is declared as [byte] but its formula gives [byte / token]"),
     ("MSG_DEFAULT_UNIT", H + 'symbol z : byte/element "z" default 2 * [byte]', "unit",
      "the default of 'z' must be in [byte / element], its formula gives [byte]"),
+    ("MSG_BINDING_UNIT", H + 'shape z "z" { b = 2 * [byte] } source "t"', "unit",
+     "'b' is in [sequence], the value a shape gives it is in [byte]"),
     ("MSG_LET_UNIT", H + 'regime r "r" { add w let eb = [byte] }', "unit",
      "cannot override 'eb' [byte / element] with a formula in [byte]"),
     ("MSG_COMPONENT_UNIT", H + 'regime r "r" { add eb }', "unit",
