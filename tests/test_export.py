@@ -139,12 +139,18 @@ def exact_value(expr, values: Dict[str, Fraction]) -> Fraction:
 
 def scale_of(expr, values) -> float:
     """The largest magnitude among the summands: the scale of a float rounding error. A product
-    scales its factors' scales (a share term multiplies a sum whose summands cancel)."""
+    scales its factors' scales (a share term multiplies a sum whose summands cancel); a max, a min
+    or a piecewise takes the largest scale of what it chooses among (a max of a sum whose summands
+    cancel to a small value: the sum's rounding error is the summands' scale, not the value's)."""
     if isinstance(expr, sympy.Mul):
         out = 1.0
         for a in expr.args:
             out *= scale_of(a, values)
         return max(out, 1.0)
+    if isinstance(expr, (sympy.Max, sympy.Min)):      # a max of sums: the scale of the sum evaluated
+        return max([scale_of(a, values) for a in expr.args] + [1.0])
+    if isinstance(expr, sympy.Piecewise):
+        return max([scale_of(e, values) for e, _ in expr.args] + [1.0])
     parts = expr.args if isinstance(expr, sympy.Add) else (expr,)
     return max([scale_of(p, values) if isinstance(p, sympy.Mul) and p is not expr else abs(float(exact_value(p, values)))
                 for p in parts] + [1.0])
