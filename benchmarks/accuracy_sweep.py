@@ -507,6 +507,9 @@ def main(argv=None):
     ap.add_argument("--repredict", choices=["all", "outside"], default="all",
                     help="derive the predictions again for every measured case (default) or only for those "
                          "outside the bounds as measured (faster; the report says which)")
+    ap.add_argument("--remeasure", choices=["multi"],
+                    help="measure the multi-GPU cases of --out again (after a change of the multi-GPU harness) "
+                         "and rewrite --out with them")
     ap.add_argument("--families", help="comma-separated model types: draw synthetic configs of these only "
                                        "(families described after a seed's sweep, under a seed of their own)")
     a = ap.parse_args(argv)
@@ -520,6 +523,8 @@ def main(argv=None):
             for line in fh:
                 r = json.loads(line)
                 done[r["index"]] = r
+    if a.remeasure == "multi":
+        done = {i: r for i, r in done.items() if r.get("layout", "1 GPU") == "1 GPU"}
     lib = vramsym.load_library()
     rows = []
     for i, case in cases(a.seed, a.cases, a.small, a.multi, families):
@@ -534,6 +539,9 @@ def main(argv=None):
         if a.out:
             with open(a.out, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(r) + "\n")
+    if a.remeasure and a.out and not a.list:      # one row a case again, the new measurements in place of the old
+        with open(a.out, "w", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(r) + "\n" for r in rows)
         what = (f"{r['rel'] * 100:+.2f}%" if "rel" in r else
                 "unsupported: " + r["unsupported"][:120] if "unsupported" in r else "FAILED: " + r["failed"][:160])
         print(f"[{i}] {r['model']} {r['family']} {r['regime']} {r['layout']} b={r['batch']} s={r['seq']} "

@@ -36,7 +36,7 @@ from torch.testing._internal.distributed.fake_pg import FakeStore
 from torch.utils._python_dispatch import _disable_current_modes
 
 from ..errors import InputError
-from .hf_model import _build_hf_config, _cuda_kernel_patches, _from_config
+from .hf_model import _build_hf_config, _cuda_kernel_patches, _from_config, _hf_fake_patches
 from .tracker import restart_peak
 
 
@@ -131,12 +131,13 @@ def measure_fsdp(config: dict, *, gpus: int, zero: int, batch: int, seq: int, pr
         raise ValueError("FSDP2 shards parameters: --zero 2 (reshard_after_forward=False) or 3")
     _fake_group(gpus)
     hf_cfg = _build_hf_config(config)
+    hf_cfg.use_cache = False     # as the one-GPU harness trains (torch_backend.measure): no KV cache in training
     dtype = {"fp32": torch.float32, "mixed_bf16": torch.float32, "bf16": torch.bfloat16}[precision]
     mp = (MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
           if precision == "mixed_bf16" else MixedPrecisionPolicy())
     mesh = init_device_mesh("cpu", (gpus,))          # outside fake mode: the mesh reads its ranks
     mode = FakeTensorMode() if fake else contextlib.nullcontext()
-    with mode, _untracked_sharding_propagation(), _cuda_kernel_patches():
+    with mode, _untracked_sharding_propagation(), _hf_fake_patches(fake), _cuda_kernel_patches():
         model = _build(hf_cfg, dtype, attention)
         if checkpointing:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
@@ -175,10 +176,11 @@ def measure_tensor_parallel(config: dict, *, tp: int, batch: int, seq: int, prec
     _fake_group(tp)
     mesh = init_device_mesh("cpu", (tp,))
     hf_cfg = _build_hf_config(config)
+    hf_cfg.use_cache = False     # as the one-GPU harness trains (torch_backend.measure): no KV cache in training
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     plan = {k: ColwiseParallel() if v == "colwise" else RowwiseParallel() for k, v in TP_PLAN.items()}
     mode = FakeTensorMode() if fake else contextlib.nullcontext()
-    with mode, _untracked_sharding_propagation(), _cuda_kernel_patches():
+    with mode, _untracked_sharding_propagation(), _hf_fake_patches(fake), _cuda_kernel_patches():
         model = _build(hf_cfg, dtype, attention)
         for layer in _decoder_layers(model):
             names = {n for n, _ in layer.named_modules()}
