@@ -201,9 +201,11 @@ def synthetic(rng, family: str, small: bool) -> dict:
 #: LoRA's mixed precision (torch.autocast over an fp32 base) is drawn from this seed on; seeds 3 and 4
 #: were drawn before it was, and keep their cases (a seed's case k is always the same job)
 LORA_MIXED_FROM_SEED = 5
+#: tensor parallelism with full checkpointing (measurable since the harness runs it) is drawn from this seed on
+TP_CHECKPOINTING_FROM_SEED = 10
 
 
-def draw(rng, small: bool, multi: float, families=None, lora_mixed: bool = False) -> dict:
+def draw(rng, small: bool, multi: float, families=None, lora_mixed: bool = False, tp_checkpointing: bool = False) -> dict:
     """One case: the model, the job and the layout, drawn from ``rng``; ``families``: synthetic configs of
     these model types only (a sweep of families added later, under its own seed)."""
     if families:
@@ -241,7 +243,7 @@ def draw(rng, small: bool, multi: float, families=None, lora_mixed: bool = False
     batch = _log_uniform(rng, 1, 4 if small else 16)
     case = {"model": model, "family": family, "batch": batch, "seq": seq, "options": {}, "inputs": {}}
     if rng.random() < multi:
-        return _draw_multi(rng, case, cfg)
+        return _draw_multi(rng, case, cfg, tp_checkpointing)
     regime = rng.choices(["inference", "train", "lora"], weights=[3, 4, 3])[0]
     case["regime"] = regime
     o = case["options"]
@@ -268,7 +270,7 @@ def draw(rng, small: bool, multi: float, families=None, lora_mixed: bool = False
     return case
 
 
-def _draw_multi(rng, case, cfg) -> dict:
+def _draw_multi(rng, case, cfg, tp_checkpointing: bool = False) -> dict:
     case["regime"] = "train"
     heads = int(cfg.get("num_attention_heads") or cfg.get("n_head") or 1)
     kv = int(cfg.get("num_key_value_heads") or heads)
@@ -276,6 +278,8 @@ def _draw_multi(rng, case, cfg) -> dict:
     if tp_ok and rng.random() < 0.25:
         n = rng.choice(tp_ok)
         case["options"].update(tp_style="dtensor", precision=rng.choice(["fp32", "bf16"]), optimizer="adamw")
+        if tp_checkpointing and rng.random() < 0.4:
+            case["options"]["checkpointing"] = "full"
         case["inputs"].update(gpus=n, tp=n)
         case["layout"] = f"tp {n} (DTensor)"
         return case
@@ -373,7 +377,8 @@ def repredict(rows, lib) -> int:
 def cases(seed: int, k: int, small: bool, multi: float, families=None):
     rng = random.Random(seed)
     for i in range(k):
-        yield i, draw(rng, small, multi, families, lora_mixed=seed >= LORA_MIXED_FROM_SEED)
+        yield i, draw(rng, small, multi, families, lora_mixed=seed >= LORA_MIXED_FROM_SEED,
+                      tp_checkpointing=seed >= TP_CHECKPOINTING_FROM_SEED)
 
 
 def _q(xs, p):

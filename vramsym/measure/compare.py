@@ -272,15 +272,15 @@ def _compare_tp(model, est, regime: str, lay: dict, fake: bool) -> Dict:
     opts = dict(est.options)
     if regime != "train" or lay.get("tp_style") != "dtensor" or lay["gpus"] != lay["tp"] \
             or opts["precision"] not in ("fp32", "bf16") or opts["optimizer"] != "adamw" \
-            or opts["checkpointing"] != "none":
+            or opts["checkpointing"] == "selective":
         raise InputError("measure with tensor parallelism supports --regime train --tp-style dtensor --gpus T --tp T "
-                         "--precision fp32|bf16 --optimizer adamw without checkpointing (parallelize_module under "
+                         "--precision fp32|bf16 --optimizer adamw --checkpointing none|full (parallelize_module under "
                          "PyTorch's fake process group)")
     _, distributed = _harness()
     cfg = _config_for(model, opts)
     b, s = int(est.binding.values["b"]), int(est.binding.values["s"])
     m = distributed.measure_tensor_parallel(cfg, tp=lay["tp"], batch=b, seq=s, precision=opts["precision"],
-                                attention=opts["attention"], fake=fake)
+                                attention=opts["attention"], checkpointing=opts["checkpointing"] == "full", fake=fake)
     cat = m["categories_at_peak"]
     rows: List[Dict] = []
     row = _row_adder(rows)

@@ -164,7 +164,7 @@ TP_PLAN = {"self_attn.q_proj": "colwise", "self_attn.k_proj": "colwise", "self_a
 
 
 def measure_tensor_parallel(config: dict, *, tp: int, batch: int, seq: int, precision: str = "bf16",
-                            attention: str = "sdpa", fake: bool = True) -> dict:
+                            attention: str = "sdpa", checkpointing: bool = False, fake: bool = True) -> dict:
     """Peak bytes of rank 0 of a ``tp``-way tensor-parallel job: PyTorch's ``parallelize_module`` with
     ColwiseParallel on q/k/v/gate/up and RowwiseParallel on o/down of every decoder layer (what
     ``--tp-style dtensor`` models); embeddings, norms and the head stay whole on every rank.
@@ -182,6 +182,8 @@ def measure_tensor_parallel(config: dict, *, tp: int, batch: int, seq: int, prec
     mode = FakeTensorMode() if fake else contextlib.nullcontext()
     with mode, _untracked_sharding_propagation(), _hf_fake_patches(fake), _cuda_kernel_patches():
         model = _build(hf_cfg, dtype, attention)
+        if checkpointing:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         for layer in _decoder_layers(model):
             names = {n for n, _ in layer.named_modules()}
             missing = sorted(set(TP_PLAN) - names)
@@ -201,4 +203,4 @@ def measure_tensor_parallel(config: dict, *, tp: int, batch: int, seq: int, prec
     by_kind = dict(step["categories_at_peak"])
     total = by_kind.pop("total")
     return {"peak_bytes": total, "categories_at_peak": by_kind, "peak_phase": step["peak_phase"],
-            "phases": step["phases"], "tp": tp, "precision": precision, "fake": fake}
+            "phases": step["phases"], "tp": tp, "precision": precision, "checkpointing": checkpointing, "fake": fake}
