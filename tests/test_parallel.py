@@ -347,6 +347,21 @@ def test_fsdp2_root_group_gradients_through_backward(tmp_path, precision, vocab,
     assert abs(res["rows"][-1]["relative_error"]) <= 0.015, res["rows"]
 
 
+def test_fsdp2_root_all_gathered_again_at_its_pre_backward(tmp_path):
+    # formulas/parallel.vram fsdp_root_regather: fully_shard(model, reshard_after_forward=True) reshards the root
+    # after forward and its pre-backward hook all-gathers it again, the flat output beside the unsharded parameters;
+    # with a vocabulary large against the layers that moment is the step's peak (issue 22's sweep, seed 4, case 10:
+    # a 2-layer GPT-J with a 151,936-token vocabulary, -4.5% before)
+    from vramsym.measure.compare import compare
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(dict(TINY, num_hidden_layers=2, vocab_size=32000)))
+    res = compare(vramsym.load_model(str(p)), "train", {"precision": "fp32", "optimizer": "adamw"},
+                  {"batch": 1, "seq": 64, "gpus": 4, "zero": 3})
+    assert res["predicted_peak_phase"] == "root_pre_backward", res["predicted_peak_phase"]
+    assert res["measurement"]["categories_at_peak"]["all_gather"] == res["measurement"]["categories_at_peak"]["unsharded_param"]
+    assert abs(res["rows"][-1]["relative_error"]) <= 0.001, res["rows"]
+
+
 def test_fsdp2_holds_one_gathered_layer_at_the_forward_peak(tiny):
     # formulas/training.vram zero3_gathered_fwd: at the forward peak FSDP2 holds one decoder layer all-gathered
     # (the last: nothing below it to prefetch), not the pair of the layers' phases; measured with FSDPMemTracker
