@@ -428,7 +428,8 @@ def summary_lines(rows, seed, k, small, multi, families=(), target="docs/accurac
              "(do not edit by hand). Each case was drawn at random (see the script's docstring); the "
              "prediction is vramsym's tensors-only total (`--overhead none`), the measurement PyTorch's "
              "peak under FakeTensorMode (`vramsym measure`), one rank under the fake process group for "
-             "multi-GPU cases; the predictions are derived again from today's formulas each time the report is "
+             "multi-GPU cases (every case trains as Trainer does, without a KV cache; the multi-GPU cases were measured "
+             "again on 2026-12-05 after the multi-GPU harness was made to, `--remeasure multi`); the predictions are derived again from today's formulas each time the report is "
              "written (the measurements do not depend on them), under the recipe choices each case was measured with (precision, "
              "checkpointing: the options column shows them). Error = (predicted - measured) / measured: negative is an under-prediction "
              "(vramsym says it fits, the job runs out of memory).", "",

@@ -754,6 +754,29 @@ def test_gemma4_with_experts_still_refuses_its_prefill():
     assert vramsym.estimate(spec, "inference", inputs={"batch": 1, "seq": 64}).total_bytes > 0
 
 
+PHIMOE_TINY = {"model_type": "phimoe", "hidden_size": 256, "intermediate_size": 320, "num_hidden_layers": 3,
+               "num_attention_heads": 8, "num_key_value_heads": 2, "num_local_experts": 4, "num_experts_per_tok": 2,
+               "vocab_size": 1000, "attention_bias": True, "lm_head_bias": True, "sliding_window": 128,
+               "max_position_embeddings": 4096}
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp32"])
+def test_phimoe_inference_read_from_its_structure_and_its_training_refused(precision):
+    """Issue 21: PhiMoE (Phi-3.5-MoE) was refused as an unknown model_type. Its structure is data now:
+    LayerNorms with a bias, attention and head biases where the config sets them, a sliding window on
+    every layer. Measured on real tensors (routed experts): a prefill past the window; the router's
+    sparsemixer (a custom autograd function) is not traced, so training is refused with its reason."""
+    import vramsym
+    from vramsym.errors import NotModelled
+    model = _spec(PHIMOE_TINY, "tiny-phimoe", "tests/test_accuracy.py")
+    res = compare(model, "inference", {"precision": precision}, {"batch": 2, "seq": 300}, fake=False)
+    rows = {r["component"]: r for r in res["rows"]}
+    assert rows["kv_cache"]["predicted_bytes"] == rows["kv_cache"]["measured_bytes"]
+    assert abs(rows["total (peak)"]["relative_error"]) <= 0.002, res["rows"]
+    with pytest.raises(NotModelled, match="sparsemixer"):
+        vramsym.estimate(model, "lora", inputs={"batch": 1, "seq": 64})
+
+
 PHI_2 = {"model_type": "phi", "attention_dropout": 0.0, "embd_pdrop": 0.0, "hidden_act": "gelu_new", "hidden_size": 2560,
          "intermediate_size": 10240, "layer_norm_eps": 1e-05, "max_position_embeddings": 2048, "num_attention_heads": 32,
          "num_hidden_layers": 32, "num_key_value_heads": 32, "partial_rotary_factor": 0.4, "qk_layernorm": False,
