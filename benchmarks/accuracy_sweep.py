@@ -203,9 +203,12 @@ def synthetic(rng, family: str, small: bool) -> dict:
 LORA_MIXED_FROM_SEED = 5
 #: tensor parallelism with full checkpointing (measurable since the harness runs it) is drawn from this seed on
 TP_CHECKPOINTING_FROM_SEED = 10
+#: mixed precision for the MoE families' training and LoRA (real tiny tensors) is drawn from this seed on
+MOE_MIXED_FROM_SEED = 11
 
 
-def draw(rng, small: bool, multi: float, families=None, lora_mixed: bool = False, tp_checkpointing: bool = False) -> dict:
+def draw(rng, small: bool, multi: float, families=None, lora_mixed: bool = False, tp_checkpointing: bool = False,
+         moe_mixed: bool = False) -> dict:
     """One case: the model, the job and the layout, drawn from ``rng``; ``families``: synthetic configs of
     these model types only (a sweep of families added later, under its own seed)."""
     if families:
@@ -227,7 +230,8 @@ def draw(rng, small: bool, multi: float, families=None, lora_mixed: bool = False
                 "real": True}
         if family in MOE_FAMILIES:
             case["regime"] = rng.choices(["inference", "train", "lora"], weights=[1, 2, 2])[0]
-            case["options"]["precision"] = rng.choice(["fp32", "bf16"])
+            case["options"]["precision"] = rng.choice(["fp32", "bf16"] + (["mixed_bf16"] if moe_mixed and
+                                                                          case["regime"] != "inference" else []))
         else:
             case["regime"] = "qlora"
         if case["regime"] in ("lora", "qlora"):
@@ -378,7 +382,7 @@ def cases(seed: int, k: int, small: bool, multi: float, families=None):
     rng = random.Random(seed)
     for i in range(k):
         yield i, draw(rng, small, multi, families, lora_mixed=seed >= LORA_MIXED_FROM_SEED,
-                      tp_checkpointing=seed >= TP_CHECKPOINTING_FROM_SEED)
+                      tp_checkpointing=seed >= TP_CHECKPOINTING_FROM_SEED, moe_mixed=seed >= MOE_MIXED_FROM_SEED)
 
 
 def _q(xs, p):

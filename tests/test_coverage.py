@@ -293,7 +293,9 @@ def test_gptj_random_configs_are_exact_and_a_null_rotary_dim_is_refused(tool):
 @pytest.mark.parametrize("model_type,extra", [("arcee", {}), ("arcee", {"mlp_bias": True, "attention_bias": True}),
                                               ("phi", {"tie_word_embeddings": True}), ("codegen", {}),
                                               ("phimoe", {}), ("phimoe", {"attention_bias": True, "lm_head_bias": True,
-                                                                     "num_local_experts": 4, "sliding_window": 64})])
+                                                                     "num_local_experts": 4, "sliding_window": 64}),
+                                              ("sarvam_moe", {"num_experts": 4, "num_shared_experts": 1, "use_qkv_bias": True,
+                                                              "moe_intermediate_size": 24})])
 def test_more_families_with_random_widths_are_exact(tool, model_type, extra):
     """Issue 21: the families described this session, at random widths (seeded by the type), against
     the meta-device model and its cache."""
