@@ -191,6 +191,15 @@ def measure_tensor_parallel(config: dict, *, tp: int, batch: int, seq: int, prec
                 raise InputError(f"the measurement's tensor-parallel plan shards {', '.join(sorted(TP_PLAN))}; "
                                  f"the layers of model_type {hf_cfg.model_type!r} have no {', '.join(missing)} "
                                  f"(fused or differently named projections): not measured")
+            attn = getattr(layer, "self_attn", None)
+            q_norm, q_proj = getattr(attn, "q_norm", None), getattr(attn, "q_proj", None)
+            width = getattr(getattr(q_norm, "weight", None), "shape", (0,))[-1]
+            if q_proj is not None and width and width == q_proj.out_features and width != getattr(attn, "head_dim", width):
+                # OLMo 2's q_norm / k_norm normalise the whole projection: a head-sharded q_proj hands them a
+                # slice (transformers' own plan gathers the outputs instead: colwise_gather_output)
+                raise InputError(f"the measurement's tensor-parallel plan shards q_proj by heads; model_type "
+                                 f"{hf_cfg.model_type!r} normalises the whole q projection (q_norm of {width}), which "
+                                 f"a head-sharded projection cannot feed: not measured")
             parallelize_module(layer, mesh, plan)
         model.train()
         sharded = [p for p in model.parameters() if isinstance(p, DTensor)]
