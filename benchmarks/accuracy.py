@@ -259,8 +259,14 @@ def write(rows, path: Path, note=None):
              "[docs/accuracy_sweep_families.md](accuracy_sweep_families.md) (`--families`), and a seed drawn after the "
              "fixes that seed 3 led to is [docs/accuracy_sweep_seed5.md](accuracy_sweep_seed5.md); GPT-Neo, read from "
              "its structure after them, has seed 6, [docs/accuracy_sweep_seed6.md](accuracy_sweep_seed6.md), BLOOM seed 7 "
-             "([docs/accuracy_sweep_seed7.md](accuracy_sweep_seed7.md)) and MPT seed 8 "
-             "([docs/accuracy_sweep_seed8.md](accuracy_sweep_seed8.md)).", "",
+             "([docs/accuracy_sweep_seed7.md](accuracy_sweep_seed7.md)), MPT seed 8 "
+             "([docs/accuracy_sweep_seed8.md](accuracy_sweep_seed8.md)), and Gemma 4, whose training and LoRA are read "
+             "from its layer shapes since, seed 9 ([docs/accuracy_sweep_seed9.md](accuracy_sweep_seed9.md): synthetic "
+             "configs at full widths with sliding and full-attention layers at their own head dimensions, layers that "
+             "reuse keys and values, per-layer inputs or none, values from the keys). Seed 10 draws multi-GPU jobs only, "
+             "tensor parallelism with full checkpointing among them ([docs/accuracy_sweep_seed10.md](accuracy_sweep_seed10.md)); "
+             "every sweep's multi-GPU cases were measured again on 2026-12-05, after the multi-GPU harness was made to "
+             "train as Trainer does (no KV cache) and to take a real run's unpacked path under FakeTensorMode.", "",
              "Measured = PyTorch's own accounting (`torch.distributed._tools.mem_tracker.MemTracker`) of live tensor "
              "storages, under FakeTensorMode for full-size configs (real CPU tensors for the tiny MoE and QLoRA models), "
              "training in `model.train()` with the config's dropout rates (dropout run as CUDA runs it: "
