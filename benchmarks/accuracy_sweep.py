@@ -533,6 +533,7 @@ def main(argv=None):
             for line in fh:
                 r = json.loads(line)
                 done[r["index"]] = r
+    beyond = [r for i, r in sorted(done.items()) if i >= a.cases]     # rows past --cases: kept as they are
     if a.remeasure == "multi":
         done = {i: r for i, r in done.items() if r.get("layout", "1 GPU") == "1 GPU"}
     lib = vramsym.load_library()
@@ -549,13 +550,13 @@ def main(argv=None):
         if a.out:
             with open(a.out, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(r) + "\n")
-    if a.remeasure and a.out and not a.list:      # one row a case again, the new measurements in place of the old
-        with open(a.out, "w", encoding="utf-8") as fh:
-            fh.writelines(json.dumps(r) + "\n" for r in rows)
         what = (f"{r['rel'] * 100:+.2f}%" if "rel" in r else
                 "unsupported: " + r["unsupported"][:120] if "unsupported" in r else "FAILED: " + r["failed"][:160])
         print(f"[{i}] {r['model']} {r['family']} {r['regime']} {r['layout']} b={r['batch']} s={r['seq']} "
               f"{r['options']} {r['inputs']}: {what} ({r.get('seconds', 0)}s)", flush=True)
+    if a.remeasure and a.out and not a.list:      # one row a case again, the new measurements in place of the old
+        with open(a.out, "w", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(row) + "\n" for row in rows + beyond)
     if a.write and not a.list:
         again = rows if a.repredict == "all" else [r for r in rows if "rel" in r and outside(r)]
         n = repredict(again, lib)
