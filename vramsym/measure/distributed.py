@@ -130,8 +130,7 @@ def measure_fsdp(config: dict, *, gpus: int, zero: int, batch: int, seq: int, pr
     if zero not in (2, 3):
         raise ValueError("FSDP2 shards parameters: --zero 2 (reshard_after_forward=False) or 3")
     _fake_group(gpus)
-    hf_cfg = _build_hf_config(config)
-    hf_cfg.use_cache = False     # as the one-GPU harness trains (torch_backend.measure): no KV cache in training
+    hf_cfg = _build_hf_config(config, training=True)
     dtype = {"fp32": torch.float32, "mixed_bf16": torch.float32, "bf16": torch.bfloat16}[precision]
     mp = (MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
           if precision == "mixed_bf16" else MixedPrecisionPolicy())
@@ -175,8 +174,7 @@ def measure_tensor_parallel(config: dict, *, tp: int, batch: int, seq: int, prec
         raise ValueError("tensor-parallel measurement runs fp32 or bf16 models")
     _fake_group(tp)
     mesh = init_device_mesh("cpu", (tp,))
-    hf_cfg = _build_hf_config(config)
-    hf_cfg.use_cache = False     # as the one-GPU harness trains (torch_backend.measure): no KV cache in training
+    hf_cfg = _build_hf_config(config, training=True)
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     plan = {k: ColwiseParallel() if v == "colwise" else RowwiseParallel() for k, v in TP_PLAN.items()}
     mode = FakeTensorMode() if fake else contextlib.nullcontext()

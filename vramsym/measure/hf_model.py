@@ -44,7 +44,12 @@ def _dtype(name: str):
             "mixed_bf16": torch.float32}[name]
 
 
-def _build_hf_config(config: dict):
+def _build_hf_config(config: dict, training: bool = False):
+    """The transformers config of ``config`` (a config.json dict with its model_type). ``training``:
+    without a KV cache, as Trainer trains (Trainer.__init__ sets config.use_cache =
+    TrainingArguments.use_cache, False by default); with the config's use_cache a causal LM builds a
+    DynamicCache in training too, whose copies of the keys and values a fused-qkv model keeps beside
+    the projection's output."""
     cfg = dict(config)
     model_type = cfg.pop("model_type", None)
     if model_type is None:
@@ -52,6 +57,8 @@ def _build_hf_config(config: dict):
     for k in ("torch_dtype", "dtype", "architectures", "transformers_version"):
         cfg.pop(k, None)
     hf_cfg = transformers.AutoConfig.for_model(model_type, **cfg)
+    if training:
+        hf_cfg.use_cache = False
     return hf_cfg
 
 

@@ -123,9 +123,7 @@ def measure(config: dict, *, mode: str,
     requested_fake = fake
     moe = _is_moe(config)
 
-    hf_cfg = _build_hf_config(config)
-    if mode == "train":
-        hf_cfg.use_cache = False  # as with gradient checkpointing / Trainer: no KV cache in training
+    hf_cfg = _build_hf_config(config, training=mode == "train")
 
     def run(use_fake: bool) -> dict:
         if use_fake:
