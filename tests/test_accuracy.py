@@ -3,6 +3,7 @@
 A fast subset of benchmarks/accuracy.py that fails when a formula drifts from
 what PyTorch allocates. Needs the measure extra (torch, transformers, peft).
 """
+import json
 import pytest
 
 pytest.importorskip("torch")
@@ -1196,3 +1197,26 @@ def test_gemma4_training_from_its_layer_shapes(cfg, regime, options, low, high):
     the layers' arguments hold. Traced tensor by tensor on tiny configs (real tensors) and measured at
     full size (Gemma 4 E2B and E4B, a 31B-shaped config: within 0.2% in LoRA and training)."""
     _family_case(cfg, regime, options, {"batch": 2, "seq": 512}, low, high)
+
+
+# ---- Phi-3's fused qkv_proj under eager attention, one sequence (issue 22's sweep, seed 11 case 13) ----
+PHI3_TINY = {"model_type": "phi3", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+             "num_key_value_heads": 4, "intermediate_size": 512, "vocab_size": 1000,
+             "max_position_embeddings": 4096, "pad_token_id": 0, "resid_pdrop": 0.0, "embd_pdrop": 0.0,
+             "attention_dropout": 0.0}
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+@pytest.mark.parametrize("regime, opts", [
+    ("lora", {"attention": "eager", "precision": "fp32", "lora_targets": "qv", "optimizer": "sgd"}),
+    ("train", {"attention": "eager", "precision": "mixed_bf16", "optimizer": "adamw"}),
+])
+def test_phi3_eager_one_sequence_keeps_the_fused_qkv_output(tmp_path, batch, regime, opts):
+    # with b = 1 the value's reshape for bmm is a view into the fused q/k/v output, which bmm saves whole:
+    # (n_q + n_kv) d_h more per token and layer than with b = 2 (-6% of the activations before), real tensors
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(PHI3_TINY))
+    res = compare(str(p), regime, opts, {"batch": batch, "seq": 512}, fake=False)
+    act = next(r for r in res["rows"] if r["component"] == "activations")
+    assert abs(act["predicted_bytes"] - act["measured_bytes"]) <= act["measured_bytes"] / 1000, act
+    assert abs(res["predicted_total_bytes"] - res["measured_peak_bytes"]) <= res["measured_peak_bytes"] / 1000

@@ -405,3 +405,31 @@ def test_fsdp2_gathers_one_layer_until_the_top_layer_backward(tmp_path):
     # the top layer's backward is counted with its whole unsharded gradient beside its saved
     # activations, which never coexist in full (1.3% over here): the total errs on the safe side
     assert 0 <= res["predicted_total_bytes"] / measured - 1 <= 0.02
+
+
+# ---- layouts a structure cannot take (formulas/architectures.json _checks.layout_unmodelled) ----
+@pytest.mark.parametrize("name, words", [
+    ("phi-3-mini-4k", "one fused projection"),       # qkv_proj (and gate_up_proj)
+    ("gpt2", "one fused projection"),                # Conv1D c_attn
+    ("olmo-2-7b", "q and k norms span all heads"),   # q_norm over n_q x d_h
+])
+def test_dtensor_tensor_parallelism_of_a_structure_it_cannot_shard_is_refused(name, words):
+    # --tp-style dtensor is parallelize_module's plan on q/k/v/gate/up/o/down; transformers' own plans
+    # gather these models' projections (colwise_gather_output), so the head-sharded terms would be wrong
+    job = {"batch": 1, "seq": 256, "gpus": 2, "tp": 2}
+    with pytest.raises(vramsym.InputError) as e:
+        vramsym.estimate(name, "train", {"tp_style": "dtensor"}, inputs=job)
+    msg = str(e.value)
+    assert "--tp-style dtensor with --tp 2" in msg and words in msg and "--assume llama" in msg
+    assert "regimes that answer" not in msg         # every regime would refuse the layout
+    # the same job laid out Megatron's way, or on one rank, is answered
+    assert vramsym.estimate(name, "train", inputs=job).total_bytes > 0
+    assert vramsym.estimate(name, "train", {"tp_style": "dtensor"}, inputs=dict(job, gpus=1, tp=1)).total_bytes > 0
+    est = vramsym.estimate(vramsym.load_model(name, assume="llama"), "train", {"tp_style": "dtensor"}, inputs=job)
+    assert est.approximate and words in est.approximate
+
+
+def test_dtensor_refusal_on_the_command_line_exits_1():
+    code, _, err = run_cli(["estimate", "--model", "olmo-2-7b", "--regime", "lora", "--batch", "1", "--seq", "512",
+                            "--gpus", "4", "--tp", "4", "--tp-style", "dtensor"])
+    assert code == 1 and "Traceback" not in err and "--tp-style dtensor with --tp 4" in err

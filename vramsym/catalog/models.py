@@ -262,15 +262,21 @@ def _declared_quant(cfg: dict, notes: list) -> dict:
     return fields
 
 
-def unmodelled(model: ModelSpec, components, values=None) -> str | None:
+def unmodelled(model: ModelSpec, components, values=None, options=None) -> str | None:
     """What the formulas do not model for a hybrid model (layers with a Mamba / Mamba2 / Gated
     DeltaNet mixer) in a regime with these components, or with these bound values (``--tp 2``):
     the first sentence of ``_checks.hybrid_unmodelled`` in formulas/architectures.json that
     applies, or None. A family's own entry may name terms it is not modelled in too (its
     ``unmodelled``: term -> what is missing, or {a condition as the layer rules have (``if_equal``,
     ``if_set``, ...), ``what``: ...} for the configs it holds for only, and ``inputs``: symbol -> what a value above 1 needs, with
-    ``{value}``), checked first."""
+    ``{value}``), checked first. With ``options`` (the regime's option choices) and ``values``, a
+    layout that ``_checks.layout_unmodelled`` does not model for the model's structure
+    (``--tp-style dtensor`` with a fused q/k/v projection) is refused too."""
     cfg = model.config
+    if options and values is not None:       # a layout the structure cannot take (--tp-style dtensor)
+        what = _layout_gap(cfg, values, options)
+        if what is not None:
+            return what
     own = (_architectures().get(cfg.get("model_type")) or {}).get("unmodelled") or {}
     if not components and cfg.get("arch_layer_mix") != "hybrid" and "inputs" not in own:
         return None             # what every evaluation asks (its layout): nothing to read for these
@@ -299,6 +305,18 @@ def unmodelled(model: ModelSpec, components, values=None) -> str | None:
     for sym, what in (data.get("inputs") or {}).items():
         if values is not None and values.get(sym, 1) > 1:
             return what.format(mixers=mixers, value=values[sym])
+    return None
+
+
+def _layout_gap(cfg: dict, values: dict, options: dict) -> str | None:
+    """The first sentence of ``_checks.layout_unmodelled`` whose option is chosen, whose input is
+    above 1 and whose structural fact the config sets, or None."""
+    for rule in ((_architectures().get("_checks") or {}).get("layout_unmodelled") or {}).get("rules") or []:
+        if options.get(rule["option"]) != rule["choice"] or values.get(rule["input"], 1) <= 1:
+            continue
+        for fact, what in rule["facts"].items():
+            if _set(cfg.get(fact)):
+                return what.format(value=values[rule["input"]])
     return None
 
 

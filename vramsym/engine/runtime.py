@@ -160,6 +160,7 @@ class BoundRegime:
         # what this regime's terms do not model for a hybrid model (formulas/architectures.json
         # _checks.hybrid_unmodelled): refused when evaluated, unless --assume llama
         self._gap = None if model is None else unmodelled(model, [m.name for m in regime.components])
+        self._options = dict(regime.options)     # the layout rules read them (--tp-style dtensor)
         try:
             self._base = bind(regime, cfg, {}, exclude=self._free, source=model.source if model else "")
         except InputError:
@@ -204,17 +205,23 @@ class BoundRegime:
         values, prov = bind(self.regime, cfg, user, exclude=exclude, base=base,
                             source=self.model.source if self.model else "")
         if self.model is not None:
-            self._refuse_gap(unmodelled(self.model, (), values))     # a layout (--tp 2) that does not
+            # a layout the formulas do not model for this structure (--tp 2 of a hybrid, --tp-style dtensor
+            # of a fused q/k/v projection)
+            self._refuse_gap(unmodelled(self.model, (), values, self._options), layout=True)
         return values, prov, unused
 
     #: the vocabulary's regimes (name -> vramsym.records.Regime), set by :func:`compile`: a refusal names
     #: those whose components model this model
     regimes = {}
 
-    def _refuse_gap(self, gap) -> None:
+    def _refuse_gap(self, gap, layout=False) -> None:
+        """Refuse a gap (unless --assume): one of the regime's terms (then the regimes that do model
+        the model are named) or, ``layout``, the layout its inputs and options ask (every regime
+        would refuse it)."""
         if gap is not None and self.model.assume is None:
-            answer = [n for n, r in sorted(self.regimes.items()) if r.components and "heuristic" not in r.labels
-                      and n != self.regime.regime and unmodelled(self.model, r.components) is None]
+            answer = [] if layout else [
+                n for n, r in sorted(self.regimes.items()) if r.components and "heuristic" not in r.labels
+                and n != self.regime.regime and unmodelled(self.model, r.components) is None]
             others = f"; regimes that answer for it: {', '.join(answer)}" if answer else ""
             raise NotModelled(self._gap_sentence(gap) + others + "; refused rather than guessed, `--assume llama` "
                               "gives a Llama-style approximation", gap)
@@ -225,7 +232,7 @@ class BoundRegime:
     def _approximate(self, values):
         """Why this estimate is an approximation (--assume), or None."""
         why = getattr(self.model, "approximate", None)
-        gap = None if self.model is None else self._gap or unmodelled(self.model, (), values)
+        gap = None if self.model is None else self._gap or unmodelled(self.model, (), values, self._options)
         if gap is None:
             return why
         return (why + "; " if why else f"--assume {self.model.assume}: ") + self._gap_sentence(gap) + \

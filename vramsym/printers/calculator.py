@@ -206,21 +206,21 @@ def _config(page: _Page, spec, regime: str, user: dict) -> dict:
     if spec.assume is None:        # a layout the formulas do not model for this model: what the engine says
         gaps = {}
         for sym in sorted(moving | set(derive)):
-            what = unmodelled(spec, (), {sym: _PROBE})
+            what = unmodelled(spec, (), {sym: _PROBE}, dict(compiled.options))
             if what is not None and str(_PROBE) in what:
-                gaps[sym] = _refusal(vocabulary, spec, regime, user, what).replace(str(_PROBE), "{value}")
+                gaps[sym] = _refusal(vocabulary, spec, regime, user, what, layout=True).replace(str(_PROBE), "{value}")
         if gaps:
             out["gaps"] = gaps
     return out
 
 
-def _refusal(vocabulary, spec, regime: str, user: dict, gap: str) -> str:
+def _refusal(vocabulary, spec, regime: str, user: dict, gap: str, layout: bool = False) -> str:
     """What the engine says when it refuses ``gap`` of this model in this regime (its own
-    sentence: vramsym.engine.runtime.BoundRegime)."""
+    sentence: vramsym.engine.runtime.BoundRegime); ``layout``: a gap of the inputs' layout."""
     refuse = getattr(_runtime_compile(spec, regime, user, vocabulary=vocabulary), "_refuse_gap", None)
     try:
         if refuse is not None:
-            refuse(gap)
+            refuse(gap, layout=layout)
     except InputError as e:
         return str(e)
     return f"model_type {spec.config.get('model_type')!r}: regime '{regime}' does not model {gap}"
