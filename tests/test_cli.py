@@ -344,3 +344,22 @@ def test_fit_table_prints_each_refusal_once(capsys):
     assert rows and all(line.rstrip().endswith("refused [1]") for line in rows), out
     notes = [line for line in out.splitlines() if line.startswith("  [")]
     assert len(notes) == len(set(notes)) >= 2 and "regime 'train'" in notes[0], out
+
+
+def test_a_manual_loop_over_a_config_that_keeps_its_cache_says_what_to_do(tmp_path):
+    # --loop manual counts no KV cache; transformers builds one in training unless use_cache is false or every
+    # layer is checkpointed (GradientCheckpointingLayer): the estimate says so, with the fix
+    import json
+    import vramsym
+    job = {"batch": 1, "seq": 512}
+
+    def said(model, **opts):
+        est = vramsym.estimate(model, "lora", dict({"loop": "manual"}, **opts), inputs=job)
+        return any("use_cache=False" in n for n in est.notes)
+    assert said("llama-3.2-1b")                                   # the Hub config sets use_cache true
+    assert not said("llama-3.2-1b", checkpointing="full")
+    assert not said("llama-3.2-1b", loop="trainer")               # Trainer sets use_cache False
+    cfg = dict(vramsym.load_model("llama-3.2-1b").config)
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps({k: v for k, v in cfg.items() if not k.startswith("arch_")} | {"use_cache": False}))
+    assert not said(str(p))

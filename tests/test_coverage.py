@@ -312,3 +312,53 @@ def test_more_families_with_random_widths_are_exact(tool, model_type, extra):
                           num_attention_heads=n_q, num_key_value_heads=rng.choice([k for k in (1, 2) if n_q % k == 0]),
                           vocab_size=rng.randint(50, 200))
         _exact_against_meta(tool, model_type, **fields, **extra)
+
+
+# ---- a config that leaves fields out: the config class's defaults, not Llama's (issue 21) ----
+_PARTIAL = {"hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 512,
+            "vocab_size": 1000}
+
+
+def _families():
+    import json
+    with open(os.path.join(HERE, "..", "formulas", "architectures.json")) as f:
+        return sorted(k for k in json.load(f) if not k.startswith("_") and k != "default")
+
+
+@pytest.mark.parametrize("layers", [2, 7])
+def test_a_config_that_leaves_fields_out_reads_the_config_classes_defaults(tmp_path, layers):
+    # e.g. Gemma without head_dim is 256 wide per head (not h / n), Qwen3 128, Mixtral without
+    # num_local_experts has 8 experts, DeepSeek-V3 without its MLA and MoE fields DeepseekV3Config's
+    # (formulas/architectures.json absent_defaults); before, 36 families read such a config as Llama's
+    # defaults would, silently, by up to -99% of the parameters
+    import json
+    import torch
+    from transformers import CONFIG_MAPPING, AutoModelForCausalLM
+    import vramsym
+    wrong, checked = [], 0
+    for mt in _families():
+        if mt not in CONFIG_MAPPING:
+            continue
+        given = dict(_PARTIAL, num_hidden_layers=layers)
+        try:
+            cfg = CONFIG_MAPPING[mt](**given)
+            with torch.device("meta"):
+                meta = sum(p.numel() for p in AutoModelForCausalLM.from_config(cfg).parameters())
+        except Exception:        # a config class that needs more than these fields (multimodal, hybrids)
+            continue
+
+        def ours(d):
+            p = tmp_path / f"{mt}.json"
+            p.write_text(json.dumps(dict(d, model_type=mt)))
+            try:
+                return vramsym.estimate(vramsym.load_model(str(p)), "inference", inputs={"batch": 1, "seq": 8}).params
+            except vramsym.InputError:
+                return None     # asked for the missing field by name: not a silent guess
+        full = cfg.to_dict()
+        if ours(full) != meta:   # the class keeps a field it does not read (BLOOM's intermediate_size): not this test's
+            continue
+        checked += 1
+        got = ours(given)
+        if got is not None and got != meta:
+            wrong.append((mt, got, meta))
+    assert checked >= 50 and not wrong, (checked, wrong)

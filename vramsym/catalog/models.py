@@ -342,7 +342,8 @@ def _aliases(cfg: dict, entry: dict):
     ``multi_query``) or ``refuse`` (a variant of the family the formulas do not read: returned as
     (field, what it is), to be refused like any contradicting field). Its ``defaults`` (the config
     class's defaults of the fields the aliases and cases read) come first, for a config that leaves
-    them out or sets them to null; ``absent_defaults`` only for a config that leaves them out (the
+    them out or sets them to null (a key ``a|b`` names one field under two names: a's default, applied
+    only when the config gives neither); ``absent_defaults`` only for a config that leaves them out (the
     class keeps an explicit null: Mistral's sliding_window). Its ``unread_fields`` (fields the family's
     configs carry that its model class does not read, where the formulas would read them: MPT's
     top-level resid_pdrop) are dropped first. Applied in place."""
@@ -350,8 +351,9 @@ def _aliases(cfg: dict, entry: dict):
         cfg.pop(k, None)
     for key, keep_null in (("defaults", False), ("absent_defaults", True)):   # absent: the class keeps a null
         for k, v in (entry.get(key) or {}).items():
-            if k not in cfg or (cfg[k] is None and not keep_null):
-                cfg[k] = v
+            names = k.split("|")           # "a|b": a's default, unless the config gives a or b (one field, two names)
+            if all(n not in cfg or (cfg[n] is None and not keep_null) for n in names):
+                cfg[names[0]] = v
     if cfg.get("num_hidden_layers") is None:
         for field in entry.get("layers_from") or []:
             if isinstance(cfg.get(field), (list, str)) and cfg[field]:

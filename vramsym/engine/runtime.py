@@ -251,13 +251,27 @@ class BoundRegime:
         if self._weights_check is not None:
             notes = tuple(notes) + (self._compare_weights(values, prov),)
         if self.model is not None:
-            notes = tuple(notes) + beyond_positions(self.model.config, values.get("s"))
+            notes = tuple(notes) + beyond_positions(self.model.config, values.get("s")) + self._loop_cache_note()
         name = self.model.name if self.model is not None else ""
         est = Estimate(self.regime, name, Binding(values, prov), self.regime.total(values), notes,
                        self._approximate(values))
         if est.exact_total < 0:
             negative(est)
         return est
+
+    def _loop_cache_note(self) -> tuple:
+        """A hand-written loop (--loop manual) over a config whose use_cache is true (or left out: the
+        config classes' default) keeps a KV cache in training unless every layer is checkpointed
+        (transformers' GradientCheckpointingLayer turns it off then): what to do, since the terms count
+        none (formulas/training.vram, option loop)."""
+        if self._options.get("loop") != "manual" or "loop" not in self.regime.used_options \
+                or self._options.get("checkpointing") == "full" \
+                or self.model.config.get("use_cache", True) is False:
+            return ()
+        return ("--loop manual counts no KV cache, but this config sets use_cache true (or leaves it to its "
+                "class's default, true): call the model with use_cache=False (or set model.config.use_cache = "
+                "False), else outputs.past_key_values keeps every layer's keys and values through backward and "
+                "the optimizer step, beyond this estimate",)
 
     def _compare_weights(self, values, prov) -> str:
         """A note comparing the weights the headers give with what the formulas count."""
