@@ -316,7 +316,7 @@ def test_more_families_with_random_widths_are_exact(tool, model_type, extra):
 
 # ---- a config that leaves fields out: the config class's defaults, not Llama's (issue 21) ----
 _PARTIAL = {"hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 512,
-            "vocab_size": 1000}
+            "vocab_size": 1000, "pad_token_id": 0}      # a pad id inside the vocabulary: the classes' own ids are not
 
 
 def _families():
