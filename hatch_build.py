@@ -1,8 +1,10 @@
-"""Build hook: compile the bundled regimes into the wheel (vramsym/_precompiled/).
+"""Build hook: check the compiled regimes that the repository ships (vramsym/_precompiled/).
 
-A first run of vramsym then reads them (after checking that their key matches the installed
-files) instead of importing sympy, pint and lark to compile; see vramsym/engine/precompile.py.
-A failure here costs only that speed, so it warns and the wheel is built without them.
+They are generated data, written by ``python -m vramsym.engine.precompile`` and committed
+(tests/test_precompiled.py fails while they lag behind the formulas or the compiler), so the
+build compiles nothing: it only says so when the shipped copy is stale, in which case vramsym
+ignores it (its key does not match) and compiles each regime on its first use instead. A first
+run reads them instead of importing sympy, pint and lark; see vramsym/engine/precompile.py.
 """
 import os
 import sys
@@ -19,13 +21,18 @@ class PrecompileHook(BuildHookInterface):
         folder = os.path.join(self.root, "vramsym", "_precompiled")
         sys.path.insert(0, self.root)
         try:
-            from vramsym.engine.precompile import write
-            n = write(folder)
-        except Exception as e:       # noqa: BLE001 - the wheel works without them, only slower at first
-            self.app.display_warning(f"vramsym: compiled regimes not shipped ({type(e).__name__}: {e})")
-            return
+            from vramsym.engine.cache import shipped_key     # reads files only: no sympy, no compile
+            try:
+                with open(os.path.join(folder, "KEY"), encoding="ascii") as fh:
+                    stored = fh.read().strip()
+            except OSError:
+                stored = None
+            current = shipped_key()
         finally:
             sys.path.remove(self.root)
-        self.app.display_info(f"vramsym: {n} compiled regimes shipped")
-        if version != "editable":
-            build_data["force_include"][folder] = "vramsym/_precompiled"
+            for m in [m for m in sys.modules if m == "vramsym" or m.startswith("vramsym.")]:
+                del sys.modules[m]
+        if stored != current:       # shipped all the same: a stale copy is never read (its key differs)
+            self.app.display_warning(
+                "vramsym: the compiled regimes in vramsym/_precompiled/ do not match the formulas "
+                "(run `python -m vramsym.engine.precompile`); each regime is compiled on its first use instead")

@@ -1,10 +1,12 @@
-"""Compile the bundled regimes when the package is built, so that a first run needs no sympy.
+"""Compile the bundled regimes once, into data the package ships, so that a first run needs no sympy.
 
 ``write(folder)`` compiles the vocabulary and, for every model of the catalog, every regime
-with the options it resolves to by default and every ``fit`` row, and writes them as JSON
+with the options it resolves to by default and every ``fit`` row, and writes them as JSON, each xz-compressed
 (source code, not bytecode: any Python reads them) with the key they were compiled under
-(:func:`vramsym.engine.cache.shipped_key`). The wheel's build hook (``hatch_build.py``) runs it;
-at run time :func:`vramsym.engine.cache.shipped` reads an entry only while that key matches
+(:func:`vramsym.engine.cache.shipped_key`). The repository ships what it writes into the
+package's ``_precompiled/`` (generated data, committed: tests/test_precompiled.py fails while it
+is stale), so that installing compiles nothing (the build hook, ``hatch_build.py``, only checks
+the key); at run time :func:`vramsym.engine.cache.shipped` reads an entry only while that key matches
 the installed files, and copies it into the user's cache with its bytecode.
 
     python -m vramsym.engine.precompile [FOLDER]     (default: the package's _precompiled/)
@@ -39,32 +41,75 @@ def combinations(vocabulary, models):
     return list(seen.values())
 
 
-def write(folder: str, models=None) -> int:
+def shipped_name(lib, vocabulary, regime, opts, model):
+    """The name of the shipped entry for ``regime`` with ``opts`` over ``model`` (the options it
+    resolves to), and the names of the terms it composes."""
+    resolved = vocabulary.resolve(regime, opts, model.config)
+    composed = compose(lib, regime, resolved)
+    return (cache.entry_name("regime", regime, sorted(resolved.items())),
+            [getattr(c, "name", c) for c in composed.components])
+
+
+SUFFIX = ".json.xz"      # each entry's JSON, xz-compressed on its own (342 entries: about 6 MB, not 79)
+
+
+def _pack(data) -> bytes:
+    import lzma
+    return lzma.compress(json.dumps(data, separators=(",", ":"), sort_keys=True).encode("utf-8"))
+
+
+REFUSED = "REFUSED"       # the names of the combinations left out: every model asking for one is refused it
+
+_JOB: dict = {}
+
+
+def _compile_one(item):
+    """(name, packed entry), or (name, None) where every model asking for it is refused it."""
+    name, regime, resolved, users = item
+    lib = _JOB["lib"]
+    composed = compose(lib, regime, dict(resolved))
+    terms = [getattr(c, "name", c) for c in composed.components]
+    if all(unmodelled(load_model(m), terms) is not None for m in users):
+        return name, None       # every model with these options is refused this regime (Gemma 4's
+        #                         activations, a hybrid's training): never evaluated without --assume
+    return name, _pack(compile_regime(lib, composed))
+
+
+def write(folder: str, models=None, processes: int = None) -> int:
     """Write the shipped entries into ``folder`` (replacing what is there) for ``models`` (names;
-    default: the whole catalog); the number written."""
+    default: the whole catalog), compiling them in ``processes`` processes (default: one per
+    CPU); the number written."""
     key = cache.shipped_key()
     lib = load_or_raise([Path(formulas_path())])
     vocabulary = Vocabulary(library=lib)
     os.makedirs(folder, exist_ok=True)
     for f in os.listdir(folder):
-        if f.endswith(".json") or f == "KEY":
+        if f.endswith((".json", SUFFIX)) or f in ("KEY", REFUSED):
             os.unlink(os.path.join(folder, f))
-    entries = {"interface": interface_of(lib).to_json()}
+    packed = {"interface": _pack(interface_of(lib).to_json())}
+    todo = []
     for regime, opts, users in combinations(vocabulary, [load_model(n) for n in (models or sorted(catalog()))]):
         resolved = vocabulary.resolve(regime, opts, users[0].config)
-        composed = compose(lib, regime, resolved)
-        terms = [getattr(c, "name", c) for c in composed.components]
-        if all(unmodelled(m, terms) is not None for m in users):
-            continue        # every model with these options is refused this regime (Gemma 4's activations,
-            #                 a hybrid's training): never evaluated without --assume, so not shipped
-        name = cache.entry_name("regime", regime, sorted(resolved.items()))
-        entries[name] = compile_regime(lib, composed)
-    for name, data in entries.items():
-        with open(os.path.join(folder, name + ".json"), "w", encoding="utf-8") as fh:
-            json.dump(data, fh, separators=(",", ":"), sort_keys=True)
+        todo.append((cache.entry_name("regime", regime, sorted(resolved.items())), regime,
+                     tuple(sorted(resolved.items())), tuple(m.name for m in users)))
+    _JOB["lib"] = lib
+    processes = processes or os.cpu_count() or 1
+    if processes > 1 and len(todo) > 1:
+        import multiprocessing
+        with multiprocessing.get_context("fork").Pool(processes) as pool:
+            done = list(pool.imap_unordered(_compile_one, todo, chunksize=1))
+    else:
+        done = list(map(_compile_one, todo))
+    refused = [name for name, data in done if data is None]
+    packed.update((name, data) for name, data in done if data is not None)
+    for name, data in packed.items():
+        with open(os.path.join(folder, name + SUFFIX), "wb") as fh:
+            fh.write(data)
+    with open(os.path.join(folder, REFUSED), "w", encoding="ascii") as fh:
+        fh.write("".join(n + "\n" for n in sorted(refused)))
     with open(os.path.join(folder, "KEY"), "w", encoding="ascii") as fh:   # last: a half-written folder is never used
         fh.write(key + "\n")
-    return len(entries)
+    return len(packed)
 
 
 def main(argv=None):
