@@ -39,6 +39,7 @@ GATES = {
     ("vramsym.measure.torch_backend", "bitsandbytes"),           # QLoRA only
     # (c) standard-library modules the warm path never needs and would pay for at start-up
     ("vramsym.engine.cache", "shutil"),          # pruning old keys
+    ("vramsym.engine.cache", "lzma"),            # a shipped entry read on a cold start, then kept in the user cache
     ("vramsym.errors", "difflib"),               # "did you mean", on an error only
     ("vramsym.flags", "textwrap"),               # --help only
     ("vramsym.cli", "vramsym.completion"),       # `vramsym completion` only (it imports typing)
@@ -165,3 +166,23 @@ def _in_nested(fn, node):
                 and any(x is node for x in ast.walk(inner)):
             return True
     return False
+
+
+def test_a_warm_estimate_imports_no_heavy_module(tmp_path):
+    """A warm ``vramsym estimate`` (its regime in the user cache) imports no sympy, pint or lark,
+    and none of the standard-library modules that cost milliseconds at start-up: ``dataclasses``
+    (it imports ``inspect``, about 8 ms: a model reader's record once brought it back), ``shutil``
+    (with bz2 and lzma), ``typing``, ``difflib``."""
+    import json
+    import subprocess
+    import sys
+    code = ("import sys; sys.argv = ['vramsym', 'estimate', '--model', 'llama-3.1-8b', '--batch', '1', '--seq', '4096',"
+            " '--json']\nfrom vramsym.cli import main\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
+            "import json\nprint(json.dumps(sorted(sys.modules)), file=sys.stderr)\n")   # json: vramsym's already
+    env = dict(os.environ, VRAMSYM_CACHE_DIR=str(tmp_path / "cache"), COLUMNS="100")
+    for _ in range(2):       # the first run fills the cache
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+        assert r.returncode == 0, r.stderr
+    loaded = set(json.loads(r.stderr.strip().splitlines()[-1]))
+    heavy = {"sympy", "pint", "lark", "dataclasses", "inspect", "shutil", "typing", "difflib"} & loaded
+    assert not heavy, heavy

@@ -8,31 +8,33 @@ it into a model. ``config.json`` files are read here, bounded and checked (:func
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
-
 from ..errors import InputError
 from ..numbers import NonFinite
+from ..records import _Record, _set
 from .paths import read_bounded
 
 MAX_CONFIG_BYTES = 16 * 2**20
 
 
-@dataclass(frozen=True)
-class Found:
+class Found(_Record):
     """A model as a reader found it: ``config`` as given (not yet flattened or checked),
     ``fields`` the config fields only the weight files set (``ckpt_*``), ``notes`` what the
-    reader has to say, ``checkpoint`` the headers' summary (None: a config only)."""
-    config: dict
-    name: str
-    source: str
-    hf_id: str | None = None
-    published: int | None = None
-    fields: dict = field(default_factory=dict)
-    notes: tuple = ()
-    checkpoint: dict | None = None
+    reader has to say, ``checkpoint`` the headers' summary (None: a config only). A record
+    (:mod:`vramsym.records`), not a dataclass: every run reads a model, and ``dataclasses``
+    imports ``inspect`` (about 8 ms of a warm run)."""
+    __slots__ = ("config", "name", "source", "hf_id", "published", "fields", "notes", "checkpoint")
+
+    def __init__(self, config: dict, name: str, source: str, hf_id: str | None = None,
+                 published: int | None = None, fields: dict | None = None, notes: tuple = (),
+                 checkpoint: dict | None = None):
+        for k, v in (("config", config), ("name", name), ("source", source), ("hf_id", hf_id),
+                     ("published", published), ("fields", {} if fields is None else fields),
+                     ("notes", notes), ("checkpoint", checkpoint)):
+            _set(self, k, v)
 
     def noted(self, *notes: str) -> "Found":
-        return replace(self, notes=tuple(self.notes) + notes)
+        return Found(self.config, self.name, self.source, self.hf_id, self.published, self.fields,
+                     tuple(self.notes) + notes, self.checkpoint)
 
 
 def read_config(path, root=None, what="model config") -> dict:

@@ -14,6 +14,8 @@ the installed files, and copies it into the user's cache with its bytecode.
 from __future__ import annotations
 
 import json
+import lzma
+import multiprocessing
 import os
 import sys
 from pathlib import Path
@@ -54,7 +56,6 @@ SUFFIX = ".json.xz"      # each entry's JSON, xz-compressed on its own (342 entr
 
 
 def _pack(data) -> bytes:
-    import lzma
     return lzma.compress(json.dumps(data, separators=(",", ":"), sort_keys=True).encode("utf-8"))
 
 
@@ -95,7 +96,6 @@ def write(folder: str, models=None, processes: int = None) -> int:
     _JOB["lib"] = lib
     processes = processes or os.cpu_count() or 1
     if processes > 1 and len(todo) > 1:
-        import multiprocessing
         with multiprocessing.get_context("fork").Pool(processes) as pool:
             done = list(pool.imap_unordered(_compile_one, todo, chunksize=1))
     else:
