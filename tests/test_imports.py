@@ -36,6 +36,7 @@ GATES = {
     ("vramsym.measure.compare", "vramsym.measure.torch_backend"),  # vramsym[measure] (torch, transformers): one
     ("vramsym.measure.compare", "vramsym.measure.distributed"),    # statement, the one- and multi-GPU harnesses
     ("vramsym.measure.hf_model", "peft"),                        # LoRA and QLoRA only
+    ("vramsym.measure.workloads", "transformers"),               # a real Trainer run (measure_trainer) only
     ("vramsym.measure.torch_backend", "bitsandbytes"),           # QLoRA only
     # (c) standard-library modules the warm path never needs and would pay for at start-up
     ("vramsym.engine.cache", "shutil"),          # pruning old keys

@@ -7,6 +7,7 @@ bitsandbytes and the parts of transformers that only some versions have, where t
 from __future__ import annotations
 
 import contextlib
+import tempfile
 from typing import Any
 
 import torch
@@ -18,7 +19,7 @@ except ImportError:  # pragma: no cover - very old transformers
 
 from .hf_model import (_build_model, _build_qlora_model, _cache_kwarg, _dtype, _out_cache, _param_counts,
                        _quant_state_tensors)
-from .tracker import _Phases, _cache_tensors, _finish, _make_tracker_class, _storage_bytes
+from .tracker import _Phases, _cache_tensors, _finish, _flatten_snapshot, _make_tracker_class, _storage_bytes
 
 
 def _make_optimizer(name: str, params):
@@ -119,6 +120,50 @@ def _measure_train(hf_cfg, *, batch, seq, precision, optimizer, attention, check
     if quant:
         res["quant_state_bytes"] = _storage_bytes([t for p in model.parameters() for t in _quant_state_tensors(p)])
     return res
+
+
+def measure_trainer(hf_cfg, *, batch, seq, bf16=False, checkpointing=False, lora=None, attention="sdpa",
+                    dtype=torch.float32, steps=3):
+    """The peak of one step of a real ``transformers.Trainer`` run with its defaults (its own
+    optimizer, ``adamw_torch_fused``; its own loss path; ``bf16=True``: accelerate's autocast over
+    the model, loaded in ``dtype``; ``gradient_checkpointing=True`` without reentrancy), on CPU with real tensors:
+    the tracker is entered by a callback at the second step's start and left at its end (after the
+    optimizer step and ``zero_grad``), so the first step has created the optimizer's states.
+    Returns the tracker's peak by category (``total``: their sum) and the optimizer Trainer made."""
+    from transformers import Trainer, TrainerCallback, TrainingArguments   # Trainer's imports: this recipe only
+    model = _build_model(hf_cfg, dtype, attention, lora=lora, checkpointing=False)
+    vocab = int(getattr(hf_cfg, "vocab_size"))
+    torch.manual_seed(0)
+    rows = torch.randint(0, vocab, (steps * batch, seq))
+    data = [{"input_ids": r, "labels": r.clone()} for r in rows]
+
+    class _Track(TrainerCallback):
+        mt = peak = None
+
+        def on_step_begin(self, args, state, control, model=None, optimizer=None, **kw):
+            if state.global_step == 1:
+                self.mt = _make_tracker_class()()
+                self.mt.track_external(model, optimizer)
+                self.mt.__enter__()
+
+        def on_step_end(self, args, state, control, **kw):
+            if self.mt is not None and self.peak is None:
+                self.peak = _flatten_snapshot(self.mt.get_tracker_snapshot("peak"))
+                self.mt.__exit__(None, None, None)
+
+    track = _Track()
+    with tempfile.TemporaryDirectory() as tmp:
+        args = TrainingArguments(output_dir=tmp, per_device_train_batch_size=batch, max_steps=steps,
+                                 report_to=[], save_strategy="no", logging_strategy="no", use_cpu=True,
+                                 dataloader_num_workers=0, remove_unused_columns=False, bf16=bf16,
+                                 gradient_checkpointing=checkpointing,
+                                 gradient_checkpointing_kwargs={"use_reentrant": False} if checkpointing else None,
+                                 disable_tqdm=True)
+        trainer = Trainer(model=model, args=args, train_dataset=data, callbacks=[track])
+        trainer.train()
+    opt = getattr(trainer.optimizer, "optimizer", trainer.optimizer)
+    return {"peak": track.peak, "optimizer": type(opt).__name__,
+            "fused": bool(opt.defaults.get("fused")), "foreach": opt.defaults.get("foreach")}
 
 
 def _measure_inference(hf_cfg, *, batch, seq, precision, attention, lora, decode_steps, logits_to_keep):
