@@ -49,14 +49,16 @@ def test_every_default_of_every_catalog_model_is_shipped():
 def test_compiling_reads_nothing_the_key_leaves_out():
     """The shipped key covers cache.COMPILE_INPUTS only; compiling a regime must import no other
     module of the package (a new import there would let a stale copy be read)."""
-    code = ("import sys, json; import vramsym.engine.compiler, vramsym.engine.regimes, vramsym.lang.library; "
-            "print(json.dumps(sorted(m.__file__ for n, m in sys.modules.items() "
-            "if (n == 'vramsym' or n.startswith('vramsym.')) and getattr(m, '__file__', None))))")
+    code = ("import os, sys, json, vramsym; import vramsym.engine.compiler, vramsym.engine.regimes, "
+            "vramsym.lang.library; pkg = os.path.dirname(os.path.realpath(vramsym.__file__)); "
+            "print(json.dumps(sorted(os.path.relpath(os.path.realpath(m.__file__), pkg).replace(os.sep, '/') "
+            "for n, m in sys.modules.items() if (n == 'vramsym' or n.startswith('vramsym.')) "
+            "and getattr(m, '__file__', None))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
-    pkg = Path(cache.__file__).resolve().parent.parent
-    read = [Path(f).resolve().relative_to(pkg).as_posix() for f in json.loads(out.stdout)]
+    read = json.loads(out.stdout)
     assert read and all(r.startswith(cache.COMPILE_INPUTS) for r in read), \
         [r for r in read if not r.startswith(cache.COMPILE_INPUTS)]
+    pkg = Path(cache.__file__).resolve().parent.parent
     grammar = pkg / "lang" / "grammar.lark"
     assert grammar.exists() and "lang/grammar.lark".startswith(cache.COMPILE_INPUTS)
 
