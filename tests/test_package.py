@@ -22,3 +22,7 @@ def test_wheel_contains_formulas(tmp_path):
         assert needed in names, needed
     shipped = {n.split("/")[-1] for n in names if n.startswith("vramsym/formulas/") and n.endswith(".vram")}
     assert shipped == {p.name for p in (ROOT / "formulas").glob("*.vram")}
+    # the compiled regimes the repository ships, all of them, and the key they are read under
+    compiled = {n.split("/")[-1] for n in names if n.startswith("vramsym/_precompiled/")}
+    assert {"KEY", "REFUSED", "interface.json.xz"} <= compiled
+    assert compiled == {p.name for p in (ROOT / "vramsym" / "_precompiled").iterdir()}
