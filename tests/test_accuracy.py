@@ -1230,12 +1230,12 @@ def test_phi3_eager_one_sequence_keeps_the_fused_qkv_output(tmp_path, batch, reg
     ("lora", "hf-trainer", 2, 256),                        # peft LoRA (q, v) over a bf16 base, Trainer's optimizer
 ])
 def test_a_real_trainer_step_matches_its_recipe(tmp_path, capsys, regime, recipe, batch, seq):
-    import torch
     """A real transformers.Trainer run with its defaults (its own optimizer, loss path, autocast and
     checkpointing), tracked for its second step on CPU (vramsym.measure.workloads.measure_trainer),
     against `vramsym estimate --recipe` (issue 22 item 4: the trainer a number assumes). At batch 1
     and 32 tokens the step's peak is the optimizer's: there the default recipe (AdamW foreach, its
     temporaries) says +25% for Trainer's fused AdamW, the hf-trainer recipe 0.00%."""
+    import torch
     from transformers import LlamaConfig
     from vramsym.cli import main
     from vramsym.measure.workloads import measure_trainer

@@ -34,14 +34,13 @@ def test_every_default_of_every_catalog_model_is_shipped():
     refused to every model asking for it (REFUSED); nothing else is shipped."""
     from vramsym.catalog.models import catalog, load_model
     from vramsym.catalog.paths import formulas_path
-    from vramsym.engine.precompile import REFUSED, combinations
+    from vramsym.engine.precompile import REFUSED, combinations, entry_of
     from vramsym.engine.runtime import Vocabulary
     from vramsym.lang.library import load_or_raise
     vocabulary = Vocabulary(library=load_or_raise([Path(formulas_path())]))
     shipped = _shipped_entries()
     refused = set((Path(cache.SHIPPED) / REFUSED).read_text(encoding="ascii").split())
-    needed = {cache.entry_name("regime", regime, sorted(vocabulary.resolve(regime, opts, users[0].config).items()))
-              for regime, opts, users in combinations(vocabulary, [load_model(n) for n in sorted(catalog())])}
+    needed = {entry_of(vocabulary, regime, opts, users[0])[0] for regime, opts, users in combinations(vocabulary, [load_model(n) for n in sorted(catalog())])}
     assert not needed - shipped - refused, f"{len(needed - shipped - refused)} not shipped: {REGENERATE}"
     assert shipped - needed == {"interface"} and not refused & shipped
 

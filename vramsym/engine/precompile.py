@@ -43,13 +43,19 @@ def combinations(vocabulary, models):
     return list(seen.values())
 
 
+def entry_of(vocabulary, regime, opts, model):
+    """The shipped entry's name for ``regime`` with ``opts`` over ``model``, and the options they
+    resolve to (sorted pairs)."""
+    resolved = tuple(sorted(vocabulary.resolve(regime, opts, model.config).items()))
+    return cache.entry_name("regime", regime, list(resolved)), resolved
+
+
 def shipped_name(lib, vocabulary, regime, opts, model):
     """The name of the shipped entry for ``regime`` with ``opts`` over ``model`` (the options it
     resolves to), and the names of the terms it composes."""
-    resolved = vocabulary.resolve(regime, opts, model.config)
-    composed = compose(lib, regime, resolved)
-    return (cache.entry_name("regime", regime, sorted(resolved.items())),
-            [getattr(c, "name", c) for c in composed.components])
+    name, resolved = entry_of(vocabulary, regime, opts, model)
+    composed = compose(lib, regime, dict(resolved))
+    return name, [getattr(c, "name", c) for c in composed.components]
 
 
 SUFFIX = ".json.xz"      # each entry's JSON, xz-compressed on its own (342 entries: about 6 MB, not 79)
@@ -90,9 +96,8 @@ def write(folder: str, models=None, processes: int = None) -> int:
     packed = {"interface": _pack(interface_of(lib).to_json())}
     todo = []
     for regime, opts, users in combinations(vocabulary, [load_model(n) for n in (models or sorted(catalog()))]):
-        resolved = vocabulary.resolve(regime, opts, users[0].config)
-        todo.append((cache.entry_name("regime", regime, sorted(resolved.items())), regime,
-                     tuple(sorted(resolved.items())), tuple(m.name for m in users)))
+        name, resolved = entry_of(vocabulary, regime, opts, users[0])
+        todo.append((name, regime, resolved, tuple(m.name for m in users)))
     _JOB["lib"] = lib
     processes = processes or os.cpu_count() or 1
     if processes > 1 and len(todo) > 1:
