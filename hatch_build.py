@@ -1,10 +1,10 @@
 """Build hook: check the compiled regimes that the repository ships (vramsym/_precompiled/).
 
-They are generated data, written by ``python -m vramsym.engine.precompile`` and committed
+They are generated data, written by ``python -m vramsym.precompile`` and committed
 (tests/test_precompiled.py fails while they lag behind the formulas or the compiler), so the
 build compiles nothing: it only says so when the shipped copy is stale, in which case vramsym
 ignores it (its key does not match) and compiles each regime on its first use instead. A first
-run reads them instead of importing sympy, pint and lark; see vramsym/engine/precompile.py.
+run reads them instead of importing sympy, pint and lark; see vramsym/precompile.py.
 """
 import os
 import sys
@@ -35,4 +35,4 @@ class PrecompileHook(BuildHookInterface):
         if stored != current:       # shipped all the same: a stale copy is never read (its key differs)
             self.app.display_warning(
                 "vramsym: the compiled regimes in vramsym/_precompiled/ do not match the formulas "
-                "(run `python -m vramsym.engine.precompile`); each regime is compiled on its first use instead")
+                "(run `python -m vramsym.precompile`); each regime is compiled on its first use instead")

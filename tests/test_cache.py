@@ -191,7 +191,7 @@ SHIPPED_RUN = ("import sys, vramsym.engine.cache as c; c.SHIPPED = sys.argv[1]; 
 
 
 def test_shipped_regimes_answer_a_first_run_without_sympy_and_only_while_their_key_matches(tmp_path, env):
-    from vramsym.engine import precompile
+    from vramsym import precompile
     folder = tmp_path / "shipped"
     assert precompile.write(str(folder), models=["llama-3.1-8b"]) > 10
     ref = subprocess.run([sys.executable, "-m", "vramsym.cli", *ARGV], capture_output=True, text=True,

@@ -23,6 +23,8 @@ def test_wheel_contains_formulas(tmp_path):
     shipped = {n.split("/")[-1] for n in names if n.startswith("vramsym/formulas/") and n.endswith(".vram")}
     assert shipped == {p.name for p in (ROOT / "formulas").glob("*.vram")}
     # the compiled regimes the repository ships, all of them, and the key they are read under
-    compiled = {n.split("/")[-1] for n in names if n.startswith("vramsym/_precompiled/")}
-    assert {"KEY", "REFUSED", "interface.json.xz"} <= compiled
-    assert compiled == {p.name for p in (ROOT / "vramsym" / "_precompiled").iterdir()}
+    # and the calculator page's groups, with theirs
+    compiled = {n[len("vramsym/_precompiled/"):] for n in names if n.startswith("vramsym/_precompiled/")}
+    assert {"KEY", "REFUSED", "interface.json.xz", "page/KEY"} <= compiled
+    here = ROOT / "vramsym" / "_precompiled"
+    assert compiled == {p.relative_to(here).as_posix() for p in here.rglob("*") if p.is_file()}

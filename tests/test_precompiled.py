@@ -1,7 +1,7 @@
 """The compiled regimes the repository ships (vramsym/_precompiled/, generated data).
 
 The wheel's build hook compiles nothing (an install takes seconds), so the shipped copy must be
-regenerated with ``python -m vramsym.engine.precompile`` whenever what it is compiled from
+regenerated with ``python -m vramsym.precompile`` whenever what it is compiled from
 changes; these tests fail until it is, and check that the key covers everything compiling reads.
 """
 import json
@@ -17,7 +17,7 @@ import pytest
 from vramsym.engine import cache
 
 ROOT = Path(__file__).resolve().parent.parent
-REGENERATE = "run `python -m vramsym.engine.precompile` and commit vramsym/_precompiled/"
+REGENERATE = "run `python -m vramsym.precompile` and commit vramsym/_precompiled/"
 
 
 def _shipped_entries():
@@ -29,34 +29,58 @@ def test_the_shipped_regimes_were_compiled_from_todays_formulas_and_compiler():
     assert stored == cache.shipped_key(), f"vramsym/_precompiled/ is stale: {REGENERATE}"
 
 
+def test_the_shipped_page_groups_were_printed_by_todays_printers():
+    stored = (Path(cache.SHIPPED_PAGE) / "KEY").read_text(encoding="ascii").strip()
+    assert stored == cache.shipped_key(page=True), \
+        f"vramsym/_precompiled/page/ is stale: {REGENERATE} (--page: the page groups alone)"
+
+
 def test_every_default_of_every_catalog_model_is_shipped():
     """Every regime's defaults and every fit row, for every catalog model, is shipped, or listed as
     refused to every model asking for it (REFUSED); nothing else is shipped."""
     from vramsym.catalog.models import catalog, load_model
     from vramsym.catalog.paths import formulas_path
-    from vramsym.engine.precompile import REFUSED, combinations, entry_of
+    from vramsym.precompile import REFUSED, combinations, entry_of
     from vramsym.engine.runtime import Vocabulary
     from vramsym.lang.library import load_or_raise
     vocabulary = Vocabulary(library=load_or_raise([Path(formulas_path())]))
     shipped = _shipped_entries()
-    refused = set((Path(cache.SHIPPED) / REFUSED).read_text(encoding="ascii").split())
+    refused = {line.split()[0] for line in (Path(cache.SHIPPED) / REFUSED).read_text(encoding="ascii").splitlines()}
     needed = {entry_of(vocabulary, regime, opts, users[0])[0] for regime, opts, users in combinations(vocabulary, [load_model(n) for n in sorted(catalog())])}
     assert not needed - shipped - refused, f"{len(needed - shipped - refused)} not shipped: {REGENERATE}"
     assert shipped - needed == {"interface"} and not refused & shipped
 
 
-def test_compiling_reads_nothing_the_key_leaves_out():
-    """The shipped key covers cache.COMPILE_INPUTS only; compiling a regime must import no other
-    module of the package (a new import there would let a stale copy be read)."""
+def test_every_group_of_the_whole_catalogs_page_is_shipped():
+    """`vramsym html` with the whole catalog builds its page from shipped data: every group the
+    page holds (each model, regime and one-option variant that is not refused) is in
+    _precompiled/page/, and nothing else is; what the page builds from an empty cache prints no
+    group with sympy (tests/test_calculator.py builds it)."""
+    from vramsym.catalog.models import catalog, load_model
+    from vramsym.engine.runtime import Vocabulary
+    from vramsym.printers.calculator import page_group_specs
+    needed = set(page_group_specs(Vocabulary.of(), [load_model(n) for n in sorted(catalog())]))
+    shipped = {p.name[:-len(".json.xz")] for p in Path(cache.SHIPPED_PAGE).glob("*.json.xz")}
+    assert len(needed) > 300 and needed == shipped, \
+        f"{len(needed - shipped)} not shipped, {len(shipped - needed)} extra: {REGENERATE}"
+
+
+@pytest.mark.parametrize("page", [False, True], ids=["regimes", "page groups"])
+def test_compiling_reads_nothing_the_key_leaves_out(page):
+    """The shipped key covers cache.COMPILE_INPUTS only (and PAGE_INPUTS for the page groups);
+    compiling a regime (printing a page group) must import no other module of the package (a new
+    import there would let a stale copy be read)."""
+    inputs = cache.COMPILE_INPUTS + (cache.PAGE_INPUTS if page else ())
     code = ("import os, sys, json, vramsym; import vramsym.engine.compiler, vramsym.engine.regimes, "
-            "vramsym.lang.library; pkg = os.path.dirname(os.path.realpath(vramsym.__file__)); "
+            f"vramsym.lang.library{', vramsym.printers.codegen' if page else ''}; "
+            "pkg = os.path.dirname(os.path.realpath(vramsym.__file__)); "
             "print(json.dumps(sorted(os.path.relpath(os.path.realpath(m.__file__), pkg).replace(os.sep, '/') "
             "for n, m in sys.modules.items() if (n == 'vramsym' or n.startswith('vramsym.')) "
             "and getattr(m, '__file__', None))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     read = json.loads(out.stdout)
-    assert read and all(r.startswith(cache.COMPILE_INPUTS) for r in read), \
-        [r for r in read if not r.startswith(cache.COMPILE_INPUTS)]
+    assert read and all(r.startswith(inputs) for r in read), [r for r in read if not r.startswith(inputs)]
+    assert not page or "printers/codegen.py" in read
     pkg = Path(cache.__file__).resolve().parent.parent
     grammar = pkg / "lang" / "grammar.lark"
     assert grammar.exists() and "lang/grammar.lark".startswith(cache.COMPILE_INPUTS)
@@ -67,7 +91,7 @@ def test_a_shipped_entry_is_what_compiling_gives_today(model, regime):
     from vramsym.catalog.models import load_model
     from vramsym.catalog.paths import formulas_path
     from vramsym.engine.compiler import compile_regime
-    from vramsym.engine.precompile import shipped_name
+    from vramsym.precompile import shipped_name
     from vramsym.engine.regimes import compose
     from vramsym.engine.runtime import Vocabulary
     from vramsym.lang.library import load_or_raise
@@ -78,6 +102,70 @@ def test_a_shipped_entry_is_what_compiling_gives_today(model, regime):
     shipped = json.loads(lzma.decompress((Path(cache.SHIPPED) / (name + ".json.xz")).read_bytes()))
     fresh = compile_regime(lib, compose(lib, regime, vocabulary.resolve(regime, {}, m.config)))
     assert json.loads(json.dumps(fresh, sort_keys=True)) == shipped, REGENERATE
+
+
+def test_a_shipped_page_group_is_what_printing_gives_today_and_a_cold_page_needs_no_sympy(tmp_path):
+    """One shipped group (llama-3.1-8b's train defaults) equals a fresh print; a page of two catalog
+    models built from an empty user cache reads every group shipped: sympy is never imported."""
+    from vramsym.catalog.gpus import catalog as gpus
+    from vramsym.catalog.models import load_model
+    from vramsym.engine.runtime import Vocabulary
+    from vramsym.printers import calculator
+    vocabulary = Vocabulary.of()
+    m = load_model("llama-3.1-8b")
+    spec = calculator.group_spec(vocabulary.compiled("train", {}, m.config), calculator.gpu_aliases(list(gpus())))
+    name = calculator.group_name(*spec)
+    shipped = json.loads(lzma.decompress((Path(cache.SHIPPED_PAGE) / (name + ".json.xz")).read_bytes()))
+    assert shipped == json.loads(json.dumps(calculator.make_group(vocabulary.load_library(), *spec))), REGENERATE
+    code = ("import sys; from vramsym.printers.calculator import page; "
+            "html = page(['llama-3.1-8b', 'qwen3-8b']); "
+            "print(len(html), 'sympy' in sys.modules, 'lark' in sys.modules)")
+    env = dict(os.environ, VRAMSYM_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("VRAMSYM_NO_CACHE", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, env=env)
+    size, with_sympy, with_lark = out.stdout.split()
+    assert int(size) > 100_000 and (with_sympy, with_lark) == ("False", "False"), out.stdout
+
+
+def test_a_combination_shipped_as_refused_is_refused_without_compiling_it(tmp_path):
+    """REFUSED lists, with each refused combination, the terms it composes (what compose gives
+    today), and a catalog model asking for one is refused from that list: from an empty user cache,
+    with the same sentence as a compiled refusal, and without importing sympy."""
+    from vramsym.catalog.models import load_model
+    from vramsym.engine.regimes import compose
+    from vramsym.engine.runtime import Vocabulary
+    from vramsym.lang.library import load_or_raise
+    from vramsym.catalog.paths import formulas_path
+    vocabulary = Vocabulary.of()
+    m = load_model("qwen3-next-80b-a3b")
+    terms = vocabulary.refused_terms("train", {}, m.config)
+    assert terms, "qwen3-next-80b-a3b's training is shipped as refused"
+    lib = load_or_raise([Path(formulas_path())])
+    assert list(terms) == [getattr(c, "name", c) for c in
+                           compose(lib, "train", vocabulary.resolve("train", {}, m.config)).components], REGENERATE
+    env = dict(os.environ, VRAMSYM_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("VRAMSYM_NO_CACHE", None)
+    code = ("import sys, vramsym\n"
+            "try:\n    vramsym.compile(vramsym.load_model('qwen3-next-80b-a3b'), 'train')\n"
+            "except vramsym.InputError as e:\n    print(e)\n"
+            "print('sympy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, env=env)
+    refusal, with_sympy = out.stdout.strip().rsplit("\n", 1)
+    assert with_sympy == "False" and "regime 'train' does not model" in refusal, out.stdout
+    compiled = vramsym_compiled_refusal(m)
+    assert refusal == compiled
+
+
+def vramsym_compiled_refusal(m) -> str:
+    """The refusal of ``m``'s training as the compiled regime gives it (no shipped shortcut)."""
+    import vramsym
+    from vramsym.engine.runtime import BoundRegime, Vocabulary
+    vocabulary = Vocabulary.of()
+    bound = BoundRegime(vocabulary.compiled("train", {}, m.config), m, vocabulary.known_inputs())
+    bound.regimes = vocabulary.interface.regimes
+    with pytest.raises(vramsym.InputError) as e:
+        bound.evaluate(batch=1, seq=128)
+    return str(e.value)
 
 
 def test_the_user_cache_key_survives_a_reinstall_of_the_same_files(tmp_path):

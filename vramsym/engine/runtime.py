@@ -37,7 +37,7 @@ class Vocabulary:
         self.extra = tuple(str(e) for e in extra)
         self.library = library
         self.key = self.shipped_key = None
-        self._shipped = None
+        self._shipped = self._page = None
         self._compiled = {}        # this vocabulary's compiled regimes, by regime and options
         if library is not None:
             self.interface = interface_of(library)
@@ -75,6 +75,12 @@ class Vocabulary:
             self._shipped = cache.shipped_key()
         return self._shipped
 
+    def page_key(self):
+        """The key of the page groups the package ships (computed once, on a page's first miss)."""
+        if self._page is None:
+            self._page = cache.shipped_key(page=True)
+        return self._page
+
     def load_library(self):
         if self.library is None:       # a cache miss: parse and check the formula files (lark, pint)
             self.library = _compiler().load_library(self.extra)
@@ -85,6 +91,16 @@ class Vocabulary:
 
     def resolve(self, regime: str, options, config=None) -> dict:
         return resolve_options(self.interface, regime, dict(options or {}), config)
+
+    def refused_terms(self, regime: str, options=None, config=None):
+        """The names of the terms ``regime`` with ``options`` (resolved against ``config``) composes,
+        where the package ships that combination as refused to every catalog model asking for it
+        (vramsym.precompile's REFUSED), else None: a model it refuses too is refused
+        without compiling it."""
+        if not self.shipped_key:
+            return None
+        name = cache.entry_name("regime", regime, sorted(self.resolve(regime, options, config).items()))
+        return cache.shipped_refused(self.shipped_key).get(name)
 
     def compiled(self, regime: str, options=None, config=None) -> CompiledRegime:
         """The compiled regime for ``regime`` with ``options`` resolved (against ``config``)."""
@@ -141,6 +157,23 @@ class Vocabulary:
 
 #: the vocabulary of a library or of the bundled formula files (``vramsym.vocabulary``)
 vocabulary = Vocabulary.of
+
+
+def gap_sentence(model, regime: str, gap) -> str:
+    return f"model_type {model.config.get('model_type')!r}: regime '{regime}' does not model {gap}"
+
+
+def refuse_gap(model, regime: str, regimes: dict, gap, layout=False) -> None:
+    """Refuse a gap of ``model`` in ``regime`` (unless --assume): one of the regime's terms (then the
+    regimes of ``regimes`` whose components do model the model are named) or, ``layout``, the layout
+    its inputs and options ask (every regime would refuse it)."""
+    if gap is not None and model.assume is None:
+        answer = [] if layout else [
+            n for n, r in sorted(regimes.items()) if r.components and "heuristic" not in r.labels
+            and n != regime and unmodelled(model, r.components) is None]
+        others = f"; regimes that answer for it: {', '.join(answer)}" if answer else ""
+        raise NotModelled(gap_sentence(model, regime, gap) + others + "; refused rather than guessed, "
+                          "`--assume llama` gives a Llama-style approximation", gap)
 
 
 class BoundRegime:
@@ -215,19 +248,11 @@ class BoundRegime:
     regimes = {}
 
     def _refuse_gap(self, gap, layout=False) -> None:
-        """Refuse a gap (unless --assume): one of the regime's terms (then the regimes that do model
-        the model are named) or, ``layout``, the layout its inputs and options ask (every regime
-        would refuse it)."""
-        if gap is not None and self.model.assume is None:
-            answer = [] if layout else [
-                n for n, r in sorted(self.regimes.items()) if r.components and "heuristic" not in r.labels
-                and n != self.regime.regime and unmodelled(self.model, r.components) is None]
-            others = f"; regimes that answer for it: {', '.join(answer)}" if answer else ""
-            raise NotModelled(self._gap_sentence(gap) + others + "; refused rather than guessed, `--assume llama` "
-                              "gives a Llama-style approximation", gap)
+        """Refuse a gap (unless --assume): :func:`refuse_gap` for this regime."""
+        refuse_gap(self.model, self.regime.regime, self.regimes, gap, layout)
 
     def _gap_sentence(self, gap) -> str:
-        return f"model_type {self.model.config.get('model_type')!r}: regime '{self.regime.regime}' does not model {gap}"
+        return gap_sentence(self.model, self.regime.regime, gap)
 
     def _approximate(self, values):
         """Why this estimate is an approximation (--assume), or None."""
@@ -430,6 +455,10 @@ def compile(model=None, regime: str = "inference", options=None, library=None, f
     """``regime`` with ``options`` compiled (or found compiled) and bound to ``model``."""
     vocabulary = vocabulary or Vocabulary.of(formulas, library)
     cfg = model.config if model is not None else None
+    if model is not None and model.assume is None:     # refused without compiling what it refuses
+        terms = vocabulary.refused_terms(regime, options, cfg)
+        if terms is not None:
+            refuse_gap(model, regime, vocabulary.interface.regimes, unmodelled(model, terms))
     c = BoundRegime(vocabulary.compiled(regime, options, cfg), model, vocabulary.known_inputs())
     c.regimes = vocabulary.interface.regimes
     if getattr(model, "checkpoint", None) and dict(c.regime.options).get("weights_source") == "file" \

@@ -42,7 +42,7 @@ from ..catalog.gpus import catalog as gpu_catalog
 from ..catalog.models import catalog as model_catalog, load_model, unmodelled
 from ..engine.bind import bind
 from ..engine import cache
-from ..engine.runtime import Vocabulary, compile as _runtime_compile
+from ..engine.runtime import Vocabulary, compile as _runtime_compile, gap_sentence
 from ..errors import InputError
 from ..version import __version__
 from .page_files import APP_FILE, PAGE_DIR, TEMPLATE_FILE, js_exact_runtime, page_file  # noqa: F401
@@ -86,17 +86,31 @@ def _frac(v) -> str:
     return str(f.numerator) if f.denominator == 1 else f"{f.numerator}/{f.denominator}"
 
 
+def group_name(regime: str, options: dict, free: dict, given: dict) -> str:
+    """The cache entry's name of one page group (the user cache and the shipped copy)."""
+    return cache.entry_name("page", regime, sorted(options.items()), sorted(free.items()), sorted(given.items()))
+
+
+def make_group(lib, regime: str, options: dict, free: dict, given: dict) -> dict:
+    """One page group as sympy prints it (:func:`vramsym.printers.codegen.page_group`), in the
+    layout the cache keeps (:data:`PAGE_FORMAT`)."""
+    from . import codegen       # the cache miss's gate: sympy prints the group
+    return dict(codegen.page_group(lib, regime, options, free, sorted(given.values())), format=PAGE_FORMAT)
+
+
 def _group(vocabulary, regime: str, options: dict, free: dict, given: dict) -> dict:
-    """One group of the page (:func:`vramsym.printers.codegen.page_group`), from the user cache,
-    where it is stored beside the compiled regimes (same key: the package's code and the formula
-    files), so a page of cached groups is built without sympy."""
+    """One group of the page, from the user cache, where it is stored beside the compiled regimes
+    (same key: the package's code and the formula files), else from the groups the package ships
+    (vramsym.precompile: every group of the catalog's page), else printed with sympy; so a
+    page of cached or shipped groups is built without sympy."""
+    name = group_name(regime, options, free, given)
+    accept = lambda hit: isinstance(hit, dict) and hit.get("format") == PAGE_FORMAT    # noqa: E731
+
     def make():
-        from . import codegen       # the cache miss's gate: sympy prints the group
-        return dict(codegen.page_group(vocabulary.load_library(), regime, options, free, sorted(given.values())),
-                    format=PAGE_FORMAT)
-    name = cache.entry_name("page", regime, sorted(options.items()), sorted(free.items()), sorted(given.items()))
-    return cache.remembered(vocabulary.key, name, make,
-                            lambda hit: isinstance(hit, dict) and hit.get("format") == PAGE_FORMAT)
+        hit = cache.shipped(vocabulary.shipped_key and vocabulary.page_key, name, cache.SHIPPED_PAGE)
+        return hit if hit is not None and accept(hit) else make_group(vocabulary.load_library(), regime,
+                                                                      options, free, given)
+    return cache.remembered(vocabulary.key, name, make, accept)
 
 
 #: the layout of a cached page group (a change of it makes older entries miss)
@@ -129,6 +143,42 @@ def _closure(compiled) -> set:
     return out
 
 
+def group_spec(compiled, gpu_aliases) -> tuple:
+    """(regime, options, free, given) of the page group a compiled regime needs: the page's inputs
+    (``FREE``) and the GPU's (``gpu_aliases``) that binding leaves to the page, by alias."""
+    reach = _closure(compiled)
+    overridden = set(compiled.overridden)
+    free = {a: compiled.symbol(a) for a in FREE
+            if compiled.symbol(a) in reach and compiled.symbol(a) not in overridden}
+    given = {a: compiled.symbol(a) for a in gpu_aliases
+             if compiled.symbol(a) is not None and compiled.symbol(a) not in overridden}
+    return compiled.regime, dict(compiled.options), free, given
+
+
+def gpu_aliases(gpus) -> list:
+    """The GPU's inputs the page substitutes: its capacity and every input a GPU of ``gpus`` sets."""
+    return ["capacity"] + sorted({k for g in gpus for k in g.inputs})
+
+
+def page_variants(vocabulary, config: dict) -> list:
+    """(regime, engine options) of every configuration the page holds for a model's ``config``."""
+    return [(regime, user) for regime in PAGE_REGIMES for _, user in _variants(vocabulary, regime, config)[1]]
+
+
+def page_group_specs(vocabulary, models, compiled=None) -> dict:
+    """{name: (regime, options, free, given)}: every group the page of ``models`` (loaded specs,
+    none with ``--assume``) holds, which vramsym.precompile ships; ``compiled(regime,
+    options, config)`` gives the compiled regime, or None where every model is refused it."""
+    aliases, out = gpu_aliases(list(gpu_catalog())), {}
+    for spec in models:
+        for regime, user in page_variants(vocabulary, spec.config):
+            c = (compiled or vocabulary.compiled)(regime, user, spec.config)
+            if c is not None and unmodelled(spec, [t.name for t in c.components]) is None:
+                g = group_spec(c, aliases)
+                out[group_name(*g)] = g
+    return out
+
+
 class _Page:
     """The page's data as it is built: the groups, their functions and components, each shared."""
 
@@ -153,14 +203,8 @@ class _Page:
         return self.component_index[key]
 
     def group(self, compiled) -> dict:
-        regime, options = compiled.regime, dict(compiled.options)
-        reach = _closure(compiled)
-        overridden = set(compiled.overridden)
-        free = {a: compiled.symbol(a) for a in FREE
-                if compiled.symbol(a) in reach and compiled.symbol(a) not in overridden}
-        given = {a: compiled.symbol(a) for a in self.gpu_aliases
-                 if compiled.symbol(a) is not None and compiled.symbol(a) not in overridden}
-        key = json.dumps([regime, sorted(options.items()), sorted(free.items()), sorted(given.items())])
+        regime, options, free, given = group_spec(compiled, self.gpu_aliases)
+        key = group_name(regime, options, free, given)
         if key in self.groups:
             return self.groups[key]
         gd = _group(self.vocabulary, regime, options, free, given)
@@ -186,11 +230,15 @@ class _Page:
 def _config(page: _Page, spec, regime: str, user: dict) -> dict:
     """One configuration of the page: its group and what binding gives (or why it is refused)."""
     vocabulary = page.vocabulary
-    compiled = vocabulary.compiled(regime, user, spec.config)
     if spec.assume is None:
-        gap = unmodelled(spec, [t.name for t in compiled.components])
+        # a combination shipped as refused is refused without compiling it
+        terms = vocabulary.refused_terms(regime, user, spec.config)
+        if terms is None:
+            terms = [t.name for t in vocabulary.compiled(regime, user, spec.config).components]
+        gap = unmodelled(spec, terms)
         if gap is not None:
             return {"refused": _refusal(vocabulary, spec, regime, user, gap)}
+    compiled = vocabulary.compiled(regime, user, spec.config)
     g = page.group(compiled)
     moving = set(g["free"].values()) | set(g["given"].values())
     values, prov = bind(compiled, spec.config, {}, exclude=moving, source=spec.source)
@@ -217,13 +265,11 @@ def _config(page: _Page, spec, regime: str, user: dict) -> dict:
 def _refusal(vocabulary, spec, regime: str, user: dict, gap: str, layout: bool = False) -> str:
     """What the engine says when it refuses ``gap`` of this model in this regime (its own
     sentence: vramsym.engine.runtime.BoundRegime); ``layout``: a gap of the inputs' layout."""
-    refuse = getattr(_runtime_compile(spec, regime, user, vocabulary=vocabulary), "_refuse_gap", None)
     try:
-        if refuse is not None:
-            refuse(gap, layout=layout)
+        _runtime_compile(spec, regime, user, vocabulary=vocabulary)._refuse_gap(gap, layout=layout)
     except InputError as e:
         return str(e)
-    return f"model_type {spec.config.get('model_type')!r}: regime '{regime}' does not model {gap}"
+    return gap_sentence(spec, regime, gap)
 
 
 def _initial(specs: dict, gpus: list, vocabulary) -> dict:
@@ -262,7 +308,7 @@ def build_data(models=None, vocabulary=None, assume=None) -> tuple[dict, str]:
     if not names:
         raise InputError("the page needs at least one model")
     gpus = list(gpu_catalog())
-    page = _Page(vocabulary, ["capacity"] + sorted({k for g in gpus for k in g.inputs}))
+    page = _Page(vocabulary, gpu_aliases(gpus))
     configs, model_rows, bound, specs = {}, [], {}, {}
     for name in names:
         spec = specs[name] = load_model(name, [], assume)
