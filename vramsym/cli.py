@@ -357,8 +357,8 @@ def cmd_fit(args, vocabulary):
     rows = []
     for fit in vocabulary.interface.fits:
         regime, opts = fit.regime, fit.options
-        r = vramsym.compile(model, regime, opts, formulas=args.formulas, vocabulary=vocabulary)
-        try:
+        try:       # refused when compiled (a combination shipped as refused) or when evaluated
+            r = vramsym.compile(model, regime, opts, formulas=args.formulas, vocabulary=vocabulary)
             est = r.evaluate(batch=args.batch, seq=args.seq)
         except NotModelled as e:
             rows.append({"regime": regime, "options": {k: show(v) for k, v in opts.items()}, "refused": str(e)})

@@ -172,6 +172,9 @@ def page_group_specs(vocabulary, models, compiled=None) -> dict:
     aliases, out = gpu_aliases(list(gpu_catalog())), {}
     for spec in models:
         for regime, user in page_variants(vocabulary, spec.config):
+            terms = None if compiled else vocabulary.refused_terms(regime, user, spec.config)
+            if terms is not None and unmodelled(spec, terms) is not None:
+                continue            # shipped as refused, and refused to this model: not compiled
             c = (compiled or vocabulary.compiled)(regime, user, spec.config)
             if c is not None and unmodelled(spec, [t.name for t in c.components]) is None:
                 g = group_spec(c, aliases)
