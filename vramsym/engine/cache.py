@@ -237,24 +237,34 @@ def shipped(key, name: str, folder: str = None):
 _REFUSED: dict = {}
 
 
-def shipped_refused(key, folder: str = None) -> dict:
-    """{entry name: (term names)} of the combinations the package ships as refused to every catalog
-    model asking for them (the REFUSED file beside the shipped entries: a name and the names of the
-    terms it composes per line), read once per process while the key matches; else {}."""
+def shipped_refused(key, name: str, folder: str = None):
+    """The names of the terms that combination ``name`` composes, where the package ships it as
+    refused to every catalog model asking for it (the REFUSED file beside the shipped entries: a
+    name and the names of the terms it composes per line), else None. The list is read once per
+    process; the key (``key``, a callable) is computed only on a hit, so a run that is not refused
+    never hashes the files, and a stale list is never used; ``VRAMSYM_NO_CACHE=1`` turns it off."""
     folder = folder or SHIPPED
     if folder not in _REFUSED:
-        out = {}
+        table = {}
+        try:
+            with open(os.path.join(folder, "REFUSED"), encoding="ascii") as fh:
+                for line in fh:
+                    entry, *terms = line.split()
+                    table[entry] = tuple(terms)
+        except (OSError, ValueError):
+            table = {}
+        _REFUSED[folder] = [table, None]
+    memo = _REFUSED[folder]
+    terms = memo[0].get(name)
+    if terms is None or not key or os.environ.get("VRAMSYM_NO_CACHE"):
+        return None
+    if memo[1] is None:
         try:
             with open(os.path.join(folder, "KEY"), encoding="ascii") as fh:
-                if fh.read().strip() == key():
-                    with open(os.path.join(folder, "REFUSED"), encoding="ascii") as fh:
-                        for line in fh:
-                            name, *terms = line.split()
-                            out[name] = tuple(terms)
+                memo[1] = fh.read().strip() == key()
         except (OSError, ValueError):
-            out = {}
-        _REFUSED[folder] = out
-    return _REFUSED[folder]
+            memo[1] = False
+    return terms if memo[1] else None
 
 
 def entry_name(*parts) -> str:

@@ -100,7 +100,7 @@ class Vocabulary:
         if not self.shipped_key:
             return None
         name = cache.entry_name("regime", regime, sorted(self.resolve(regime, options, config).items()))
-        return cache.shipped_refused(self.shipped_key).get(name)
+        return cache.shipped_refused(self.shipped_key, name)
 
     def compiled(self, regime: str, options=None, config=None) -> CompiledRegime:
         """The compiled regime for ``regime`` with ``options`` resolved (against ``config``)."""
