@@ -63,8 +63,9 @@ _ARCHITECTURES: dict = {}
 def _architectures() -> dict:
     """formulas/architectures.json, read once per process (every evaluation asks it what a family's
     terms do not model). Callers read it; none changes it."""
-    path = os.path.join(formulas_path(), "architectures.json")
-    if path not in _ARCHITECTURES:
+    folder = formulas_path()
+    if folder not in _ARCHITECTURES:       # keyed by the folder: no path joined on every evaluation
+        path = os.path.join(folder, "architectures.json")
         data = json.loads(read_text(path))
         raw = dict(data)                          # 'like' names an entry as written: no chains, in any order
         for mt, entry in raw.items():             # 'like': another family's entry, the own keys replace its keys
@@ -74,8 +75,8 @@ def _architectures() -> dict:
                     raise InputError(f"formulas/architectures.json: '{mt}' is like '{entry['like']}', which is not "
                                      "an entry of its own")
                 data[mt] = {**base, **{k: v for k, v in entry.items() if k != "like"}}
-        _ARCHITECTURES[path] = data
-    return _ARCHITECTURES[path]
+        _ARCHITECTURES[folder] = data
+    return _ARCHITECTURES[folder]
 
 
 def load_model(name_or_path: str, extra=None, assume: str | None = None) -> ModelSpec:
