@@ -145,7 +145,15 @@ def write(folder: str, models=None, processes: int = None, regimes: bool = True)
         packed.update((name, data) for name, data in done if isinstance(data, bytes))
         _write_all(folder, packed, cache.shipped_key(),
                    {name: terms for name, terms in done if not isinstance(terms, bytes)})
-    else:
+    else:       # the page groups alone: from compiled regimes that are current, else refused
+        try:
+            with open(os.path.join(folder, "KEY"), encoding="ascii") as fh:
+                current = fh.read().strip() == cache.shipped_key()
+        except OSError:
+            current = False
+        if not current:
+            raise SystemExit(f"vramsym: the compiled regimes in {folder} are missing or stale: run "
+                             f"`python -m vramsym.precompile` (without --page) first")
         packed = {}
     # the page groups, from the compiled regimes just written (read back as vramsym reads them)
     table = {}
