@@ -1067,6 +1067,30 @@ def test_cohere_rotation_in_fp32_at_the_keys(precision):
     assert -0.001 <= rows["total (peak)"]["relative_error"] <= 0.005, res["rows"]
 
 
+@pytest.mark.parametrize("model_type,targets,precision", [("cohere", "qv", "fp32"), ("cohere", "attention", "bf16"),
+                                                          ("falcon", "qv", "bf16")])
+def test_a_parallel_blocks_first_mlp_saves_nothing_under_lora_on_the_attention(model_type, targets, precision):
+    """Issue 22's sweep, seed 3, cases 1155, 596, 1060 and 1108 (synthetic Cohere, LoRA on q and v or the
+    attention, no checkpointing): +3.1 to +3.8%, exactly 3 I x the compute dtype's bytes per token over at
+    the end of forward. A parallel block's MLP reads the norm of the layer's input, not the attention's
+    output; in the first layer that input needs no gradient (frozen embedding), so with its projections
+    frozen the MLP records no op and saves nothing (formulas/finetune.vram first_mlp_frozen)."""
+    cfg = {"model_type": model_type, "hidden_size": 720, "num_hidden_layers": 2, "num_attention_heads": 8,
+           "vocab_size": 65536, "intermediate_size": 2888, "max_position_embeddings": 32768,
+           "tie_word_embeddings": False, "pad_token_id": 0, "num_key_value_heads": 8, "head_dim": 80,
+           "bos_token_id": 1, "eos_token_id": 1}
+    if model_type == "falcon":
+        cfg = {"model_type": "falcon", "hidden_size": 720, "num_hidden_layers": 2, "num_attention_heads": 8,
+               "vocab_size": 65536, "parallel_attn": True, "new_decoder_architecture": False, "multi_query": False,
+               "bias": False, "alibi": False, "max_position_embeddings": 32768, "tie_word_embeddings": False}
+    model = _spec(cfg, f"tiny-{model_type}-parallel", "tests/test_accuracy.py")
+    res = compare(model, "lora", {"precision": precision, "lora_targets": targets, "checkpointing": "none"},
+                  {"batch": 2, "seq": 2048, "lora_rank": 16}, fake=True)
+    rows = _exact_rows(res)
+    assert rows["parameters"]["relative_error"] == 0, res["rows"]
+    assert -0.001 <= rows["total (peak)"]["relative_error"] <= 0.005, res["rows"]
+
+
 def _family_case(cfg, regime, options, inputs, low, high):
     """Measure one job of a family read from its structure (issue 21) under FakeTensorMode: the
     parameters exact and the peak within [low, high]; the rows by component."""
