@@ -1281,3 +1281,20 @@ def test_a_real_trainer_step_matches_its_recipe(tmp_path, capsys, regime, recipe
     predicted = json.loads(capsys.readouterr().out)["total_bytes"]
     measured = got["peak"]["total"]
     assert abs(predicted - measured) / measured <= 0.005, (predicted, measured, got["peak"])
+
+
+@pytest.mark.parametrize("name,batch,seq,precision,attention", [("gemma-3n-e2b", 1, 1024, "bf16", "sdpa"),
+                                                                ("gemma-3n-e2b", 2, 512, "fp32", "eager"),
+                                                                ("gemma-3n-e4b", 3, 700, "bf16", "sdpa")])
+def test_gemma3n_prefill_with_altup_streams_is_exact_at_full_size(name, batch, seq, precision, attention):
+    """Gemma 3n at full size (FakeTensorMode): AltUp's four streams, their projections and predictions, the
+    LAuReL output and the MLP's bound gate stay alive beside the per-layer inputs (formulas/inference.vram
+    altup_held, altup_held_mlp, mlp_held); the parameters, the buffers and the KV cache with its shared
+    layers are exact, and the peak is within a few bytes per token (the AltUp magnitudes, b x s x 1)."""
+    from vramsym import load_model
+    res = compare(load_model(name), "inference", {"precision": precision, "attention": attention},
+                  {"batch": batch, "seq": seq}, fake=True, decode_steps=1)
+    rows = _exact_rows(res)
+    for row in ("parameters", "buffers", "kv_cache"):
+        assert rows[row]["relative_error"] == 0, res["rows"]
+    assert abs(res["predicted_total_bytes"] - res["measured_peak_bytes"]) <= 8 * batch * seq, res["rows"]

@@ -110,6 +110,7 @@ def test_catalog_models_counts():
                 "gpt-oss-20b": (24, 12), "gpt-oss-120b": (36, 18),   # every layer MoE; layer_types alternate
                 "qwen3-235b-a22b": (94, 0), "mixtral-8x22b": (56, 0),
                 "gemma-4-e2b": (0, 28), "gemma-4-e4b": (0, 35),    # 4 and 5 sliding per full layer
+                "gemma-3n-e2b": (0, 24), "gemma-3n-e4b": (0, 28),  # every fifth layer full: 30 - 6, 35 - 7
                 "kimi-k2": (60, 0), "deepseek-v3.2": (58, 0), "glm-4.5-air": (45, 0),    # all but the first k dense
                 "phi-4-mini": (0, 32), "ministral-8b": (0, 36),    # a sliding_window set: every layer (sliding_rule 'all')
                 "llama-4-scout": (48, 36), "qwen3-next-80b-a3b": (48, 0),    # every layer MoE; Scout: every fourth layer a global NoPE one (an empty no_rope_layers list is the default pattern), the rest chunked
@@ -122,7 +123,9 @@ def test_catalog_models_counts():
         assert got == expected.get(name, (0, 0)), name
         assert not any(k in c for k in M.RULE_KEYS), name      # rules are not config fields
     # the layers that reuse KV: E2B's last 20 of (4 sliding + 1 full) x 7 are 16 + 4, E4B's last 18 of (5 + 1) x 7 are 15 + 3
-    for name, shared in {"gemma-4-e2b": (20, 16), "gemma-4-e4b": (18, 15)}.items():
+    # Gemma 3n E2B's last 10 of (4 sliding + 1 full) x 6 are 8 + 2, E4B's last 15 of x 7 are 12 + 3
+    for name, shared in {"gemma-4-e2b": (20, 16), "gemma-4-e4b": (18, 15), "gemma-3n-e2b": (10, 8),
+                         "gemma-3n-e4b": (15, 12)}.items():
         c = M.load_model(name).config
         assert (c["arch_kv_shared_layers"], c["arch_kv_shared_sliding"]) == shared, name
 
@@ -402,3 +405,28 @@ def test_mistral_window_defaults_only_when_the_field_is_absent():
             "intermediate_size": 128, "vocab_size": 100}
     assert M._spec(dict(base), "x", "test").config["arch_sliding_layers"] == 4
     assert M._spec(dict(base, sliding_window=None), "x", "test").config["arch_sliding_layers"] == 0
+
+
+def _gemma3n(**fields):
+    cfg = {"model_type": "gemma3n_text", "hidden_size": 256, "num_hidden_layers": 5, "num_attention_heads": 4,
+           "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 1000, "vocab_size_per_layer_input": 1000,
+           "hidden_size_per_layer_input": 32, "num_kv_shared_layers": 0, "intermediate_size": 512}
+    return M._spec({**cfg, **fields}, "tiny-gemma3n", "test")
+
+
+def test_gemma3n_per_layer_widths_are_read_when_equal_and_refused_when_they_differ():
+    """Gemma 3n's intermediate_size is one width per layer (configuration_gemma3n.py); the published
+    checkpoints give every layer the same one, which the formulas read; different widths are a structure
+    they do not have, refused with the field's name (issue 21: never a silent guess)."""
+    assert _gemma3n(intermediate_size=[512] * 5).config["intermediate_size"] == 512
+    for bad in ([512, 512, 1024, 512, 512], [], [512.5] * 5):
+        with pytest.raises(M.InputError, match="'intermediate_size'.*per-layer list of different widths"):
+            _gemma3n(intermediate_size=bad)
+    with pytest.raises(M.InputError, match="'hidden_size_per_layer_input'"):
+        _gemma3n(hidden_size_per_layer_input=0)
+    with pytest.raises(M.InputError, match="'altup_num_inputs'"):
+        _gemma3n(altup_num_inputs=0)
+    for field in ("altup_num_inputs", "laurel_rank"):      # fields of Gemma 3n's structure on another family
+        with pytest.raises(M.InputError, match=f"'{field}'"):
+            M._spec({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                     "vocab_size": 100, "intermediate_size": 128, field: 4}, "odd-llama", "test")

@@ -325,7 +325,8 @@ def _layout_gap(cfg: dict, values: dict, options: dict) -> str | None:
 # _checks fields and layer_types values the family reads (not refused for it), the list whose length
 # is the layer count
 ENTRY_KEYS = ("defaults", "absent_defaults", "unread_fields", "aliases", "cases", "reads_fields", "reads_layer_types", "layers_from", "unmodelled",
-              "mlp_act_from", "mlp_act_fixed", "kv_shared_from", "last_layer_global", "per_layer", "must_divide")
+              "mlp_act_from", "mlp_act_fixed", "kv_shared_from", "last_layer_global", "per_layer", "must_divide",
+              "uniform_lists")
 
 
 def _set(v) -> bool:
@@ -370,7 +371,7 @@ def _aliases(cfg: dict, entry: dict):
             cfg.update(case.get("set") or {})
             for target, src in (case.get("copy") or {}).items():
                 cfg[target] = cfg.get(src)
-    clash = _per_layer(cfg, entry.get("per_layer"))
+    clash = _per_layer(cfg, entry.get("per_layer")) or _uniform_lists(cfg, entry.get("uniform_lists"))
     if clash is not None:
         return clash
     for target, sources in (entry.get("aliases") or {}).items():
@@ -415,6 +416,22 @@ def _per_layer(cfg: dict, spec) -> tuple | None:
         return spec["from"], "per-layer overrides that differ between layers, which the formulas read as one value"
     for key, target in fields.items():       # an empty table: every layer keeps the config's own heads
         cfg[target] = (rows[0] if rows else {}).get(key, cfg.get(key))
+    return None
+
+
+def _uniform_lists(cfg: dict, fields) -> tuple | None:
+    """A family's per-layer lists of numbers that the formulas read as one number (``uniform_lists``:
+    Gemma 3n's intermediate_size, one width per layer): a list whose entries are all the same number is
+    read as that number; a list of different or non-numeric entries, or an empty one, is returned as
+    (field, what it is) to be refused. Applied in place."""
+    for field in fields or {}:
+        v = cfg.get(field)
+        if not isinstance(v, list):
+            continue
+        if not v or any(isinstance(x, bool) or not isinstance(x, int) or x != v[0] for x in v):
+            return field, ("a per-layer list of different widths (or an empty one), which the formulas read as one "
+                           "number")
+        cfg[field] = v[0]
     return None
 
 
@@ -488,8 +505,8 @@ def _nearest(cfg: dict, mt, arch: dict) -> str:
     known = [k for k, e in arch.items() if _entry(arch, k) is not None and k != "default" and not e.get("rules_only")]
     if isinstance(mt, str) and mt:
         prefix = [k for k in known if mt.startswith(k) or k.startswith(mt)]
-        if prefix:
-            return max(prefix, key=len)
+        if prefix:     # a variant of its own name first (gemma3: gemma3_text, not gemma3n_text), else the longest
+            return max(prefix, key=lambda k: (k[len(mt):len(mt) + 1] in ("_", "-") and k.startswith(mt), len(k)))
         close = suggest(mt, known, 1)
         if close:
             return close[0]
