@@ -140,6 +140,51 @@ def synthetic(rng, family: str, small: bool) -> dict:
         if keqv:
             cfg["num_global_key_value_heads"] = rng.choice([d for d in range(1, n_q + 1) if n_q % d == 0])
         return cfg
+    if family == "gemma3n_text":
+        # Gemma 3n's shapes: four sliding layers per full one, the last layers reusing keys and values, AltUp
+        # streams and a LAuReL block in every layer, per-layer inputs, one MLP width for every layer (a list)
+        blocks = rng.randint(1, 2) if small else rng.randint(2, 7)
+        n_layers = 5 * blocks
+        shared = rng.choice([0, rng.randint(1, n_layers - 5)]) if n_layers > 5 else 0
+        return {"model_type": "gemma3n_text", "hidden_size": h, "num_hidden_layers": n_layers,
+                "num_attention_heads": n_q, "num_key_value_heads": kv, "head_dim": d_h,
+                "intermediate_size": [inter] * n_layers, "vocab_size": vocab, "vocab_size_per_layer_input": vocab,
+                "hidden_size_per_layer_input": rng.choice([64, 256]), "num_kv_shared_layers": shared,
+                "altup_num_inputs": rng.choice([2, 4]), "laurel_rank": rng.choice([16, 64]),
+                "sliding_window": rng.choice([256, 512]), "final_logit_softcapping": 30.0,
+                "max_position_embeddings": maxpos, "tie_word_embeddings": True, "pad_token_id": 0}
+    if family in ("mamba2", "nemotron_h", "falcon_h1"):
+        # Mamba2 mixers: heads x head dimension, a state of 64-256 in groups that divide the heads, a chunk
+        # of 64-256 positions; Nemotron-H interleaves them with attention and MLP layers by a pattern,
+        # Falcon-H1 runs one beside the attention in every layer
+        m_heads = rng.choice([4, 8] if small else [8, 16, 24, 32])
+        m_dim = rng.choice([16, 32] if small else [32, 64, 128])
+        groups = rng.choice([g for g in (1, 2, 4, 8) if m_heads % g == 0])
+        state = rng.choice([16, 32] if small else [64, 128, 256])
+        chunk = rng.choice([64, 128, 256])
+        if family == "mamba2":
+            return {"model_type": "mamba2", "hidden_size": m_heads * m_dim // 2, "num_heads": m_heads,
+                    "head_dim": m_dim, "expand": 2, "n_groups": groups, "state_size": state, "conv_kernel": 4,
+                    "chunk_size": chunk, "num_hidden_layers": layers, "vocab_size": vocab,
+                    "tie_word_embeddings": rng.random() < 0.5, "residual_in_fp32": rng.random() < 0.5,
+                    "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0}
+        if family == "nemotron_h":
+            pattern = "".join(rng.choice("MM-*") for _ in range(layers))
+            if "M" not in pattern:
+                pattern = "M" + pattern[1:]
+            return {"model_type": "nemotron_h", "hidden_size": h, "hybrid_override_pattern": pattern,
+                    "num_hidden_layers": layers, "num_attention_heads": n_q, "num_key_value_heads": kv,
+                    "head_dim": d_h, "intermediate_size": inter, "mlp_hidden_act": "relu2",
+                    "mamba_num_heads": m_heads, "mamba_head_dim": m_dim, "ssm_state_size": state, "n_groups": groups,
+                    "conv_kernel": 4, "chunk_size": chunk, "vocab_size": vocab, "tie_word_embeddings": False,
+                    "max_position_embeddings": maxpos, "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0}
+        return {"model_type": "falcon_h1", "hidden_size": h, "num_hidden_layers": layers, "num_attention_heads": n_q,
+                "num_key_value_heads": kv, "head_dim": d_h, "intermediate_size": inter, "vocab_size": vocab,
+                "tie_word_embeddings": rng.random() < 0.5, "max_position_embeddings": maxpos,
+                "mamba_d_ssm": m_heads * m_dim, "mamba_n_heads": m_heads, "mamba_d_head": m_dim,
+                "mamba_n_groups": groups, "mamba_d_state": state, "mamba_chunk_size": chunk, "mamba_d_conv": 4,
+                "mamba_rms_norm": rng.random() < 0.5, "mamba_norm_before_gate": rng.random() < 0.5,
+                "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0}
     if family == "phi":
         cfg.update(hidden_size=n_q * d_h, num_key_value_heads=kv, partial_rotary_factor=rng.choice([0.25, 0.5, 1.0]),
                    resid_pdrop=rng.choice([0.0, 0.1]), embd_pdrop=rng.choice([0.0, 0.1]), hidden_act="gelu_new",
@@ -249,7 +294,8 @@ def draw(rng, small: bool, multi: float, families=None, lora_mixed: bool = False
         family = rng.choice(FAMILIES)
         cfg = synthetic(rng, family, small)
         model = {"config": cfg}
-    maxpos = int(cfg.get("max_position_embeddings") or cfg.get("n_positions") or cfg.get("max_seq_len") or 2048)
+    maxpos = int(cfg.get("max_position_embeddings") or cfg.get("n_positions") or cfg.get("max_seq_len")
+                 or (16384 if family == "mamba2" and "config" in model else 2048))  # synthetic Mamba2: no positions to run out of
     seq = min(_log_uniform(rng, 32 if small else 128, 512 if small else 16384), maxpos)
     batch = _log_uniform(rng, 1, 4 if small else 16)
     case = {"model": model, "family": family, "batch": batch, "seq": seq, "options": {}, "inputs": {}}

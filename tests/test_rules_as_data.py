@@ -419,9 +419,14 @@ def test_gemma3n_per_layer_widths_are_read_when_equal_and_refused_when_they_diff
     checkpoints give every layer the same one, which the formulas read; different widths are a structure
     they do not have, refused with the field's name (issue 21: never a silent guess)."""
     assert _gemma3n(intermediate_size=[512] * 5).config["intermediate_size"] == 512
-    for bad in ([512, 512, 1024, 512, 512], [], [512.5] * 5):
-        with pytest.raises(M.InputError, match="'intermediate_size'.*per-layer list of different widths"):
+    for bad, what in (([512, 512, 1024, 512, 512], "per-layer list of different widths"),
+                      ([], "empty per-layer list"), ([512.5] * 5, "not a whole number"),
+                      ([True] * 5, "not a whole number"), (["512"] * 5, "not a whole number")):
+        with pytest.raises(M.InputError, match=f"'intermediate_size'.*{what}"):
             _gemma3n(intermediate_size=bad)
+    approx = M._spec({**_gemma3n().raw_config, "intermediate_size": [512, 1024, 512, 512, 512]}, "tiny", "test",
+                     assume="llama")          # --assume llama: the largest width, said so
+    assert approx.config["intermediate_size"] == 1024 and "largest entry, 1024" in approx.approximate
     with pytest.raises(M.InputError, match="'hidden_size_per_layer_input'"):
         _gemma3n(hidden_size_per_layer_input=0)
     with pytest.raises(M.InputError, match="'altup_num_inputs'"):

@@ -228,8 +228,14 @@ def _spec(config: dict, name: str, source: str, hf_id=None, published=None, fiel
             raise InputError(f"model config field '{field}' of '{source}' is {what}, which the structure of "
                              f"model_type {mt!r} that vramsym reads (formulas/architectures.json) does not have: "
                              f"refused rather than guessed; `--assume llama` ignores it and gives an approximation")
+        done = "is ignored"
+        widths = cfg.get(field) if field in (facts.get("uniform_lists") or {}) else None
+        if isinstance(widths, list):       # a per-layer list of widths: its largest, an upper bound
+            nums = [x for x in widths if isinstance(x, int) and not isinstance(x, bool) and x >= 0]
+            cfg[field] = max(nums) if nums else None
+            done = f"is read as its largest entry, {max(nums)}, in every layer" if nums else done
         approximate = (approximate + "; " if approximate else "--assume llama: ") + \
-            f"the config's '{field}' ({what}) is ignored"
+            f"the config's '{field}' ({what}) {done}"
     if approximate:
         notes.append(f"approximate: {approximate}")
     elif assume is not None:
@@ -428,9 +434,13 @@ def _uniform_lists(cfg: dict, fields) -> tuple | None:
         v = cfg.get(field)
         if not isinstance(v, list):
             continue
-        if not v or any(isinstance(x, bool) or not isinstance(x, int) or x != v[0] for x in v):
-            return field, ("a per-layer list of different widths (or an empty one), which the formulas read as one "
-                           "number")
+        if not v:
+            return field, "an empty per-layer list, where the formulas read one number"
+        if any(isinstance(x, bool) or not isinstance(x, int) or x < 0 for x in v):
+            return field, "a per-layer list with an entry that is not a whole number"
+        if any(x != v[0] for x in v):
+            return field, ("a per-layer list of different widths (layers of different shapes), which the formulas "
+                           "read as one number")
         cfg[field] = v[0]
     return None
 
