@@ -360,7 +360,7 @@ def _aliases(cfg: dict, entry: dict):
     for key, keep_null in (("defaults", False), ("absent_defaults", True)):   # absent: the class keeps a null
         for k, v in (entry.get(key) or {}).items():
             names = k.split("|")           # "a|b": a's default, unless the config gives a or b (one field, two names)
-            if all(n not in cfg or (cfg[n] is None and not keep_null) for n in names):
+            if not any(_given(cfg, n, keep_null) for n in names):
                 cfg[names[0]] = v
     if cfg.get("num_hidden_layers") is None:
         for field in entry.get("layers_from") or []:
@@ -388,6 +388,14 @@ def _aliases(cfg: dict, entry: dict):
                     cfg[target] = v
                     break
     return None
+
+
+def _given(cfg: dict, name: str, keep_null: bool) -> bool:
+    """Whether the config gives a field (a dotted name: a nested one, given when set); a null counts
+    as given only where the class keeps it (``keep_null``)."""
+    if "." in name:
+        return _field(cfg, name) is not None
+    return name in cfg and (cfg[name] is not None or keep_null)
 
 
 def _indivisible(cfg: dict, entry: dict) -> str | None:
