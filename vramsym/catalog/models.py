@@ -269,14 +269,16 @@ def _declared_quant(cfg: dict, notes: list) -> dict:
     return fields
 
 
-def unmodelled(model: ModelSpec, components, values=None, options=None) -> str | None:
+def unmodelled(model: ModelSpec, components, values=None, options=None, regime=None) -> str | None:
     """What the formulas do not model for a hybrid model (layers with a Mamba / Mamba2 / Gated
     DeltaNet mixer) in a regime with these components, or with these bound values (``--tp 2``):
     the first sentence of ``_checks.hybrid_unmodelled`` in formulas/architectures.json that
     applies, or None. A family's own entry may name terms it is not modelled in too (its
     ``unmodelled``: term -> what is missing, or {a condition as the layer rules have (``if_equal``,
     ``if_set``, ...), ``what``: ...} for the configs it holds for only, and ``inputs``: symbol -> what a value above 1 needs, with
-    ``{value}``), checked first. With ``options`` (the regime's option choices) and ``values``, a
+    ``{value}``, and ``options``: rules {option, choices, regimes, what} for the choices the family's own
+    tools refuse in those regimes (``regime``: the regime's name)),
+    checked first. With ``options`` (the regime's option choices) and ``values``, a
     layout that ``_checks.layout_unmodelled`` does not model for the model's structure
     (``--tp-style dtensor`` with a fused q/k/v projection) is refused too."""
     cfg = model.config
@@ -285,6 +287,9 @@ def unmodelled(model: ModelSpec, components, values=None, options=None) -> str |
         if what is not None:
             return what
     own = (_architectures().get(cfg.get("model_type")) or {}).get("unmodelled") or {}
+    for rule in own.get("options") or []:     # a choice the family's own tools refuse, in the regimes it names
+        if options and regime in rule.get("regimes", ()) and options.get(rule.get("option")) in rule.get("choices", ()):
+            return rule["what"].format(choice=options[rule["option"]])
     if not components and cfg.get("arch_layer_mix") != "hybrid" and "inputs" not in own:
         return None             # what every evaluation asks (its layout): nothing to read for these
     for term in components:
@@ -312,6 +317,11 @@ def unmodelled(model: ModelSpec, components, values=None, options=None) -> str |
     for sym, what in (data.get("inputs") or {}).items():
         if values is not None and values.get(sym, 1) > 1:
             return what.format(mixers=mixers, value=values[sym])
+    if regime in (data.get("regimes") or {}):
+        return data["regimes"][regime].format(mixers=mixers)
+    for rule in data.get("options") or []:
+        if options and regime in rule.get("regimes", ()) and options.get(rule.get("option")) in rule.get("choices", ()):
+            return rule["what"].format(mixers=mixers, choice=options[rule["option"]])
     return None
 
 
@@ -767,6 +777,16 @@ def _derived(cfg: dict, arch: dict | None = None) -> dict:
     # attends and has a feed-forward block.
     for kind in MIXER_KINDS:
         out[f"arch_{kind}_layers"] = _layers_by_rule(cfg, L, _rules(arch, mt, kind))
+    # the top layer's blocks (its backward runs first): whether it has a feed-forward block, a Mamba mixer
+    for kind in ("ffn", "ssm"):
+        out[f"arch_top_{kind}"] = out[f"arch_{kind}_layers"] - _prefix_count(cfg, L - 1, _rules(arch, mt, kind))
+    # the layers at and above the first attention layer, by kind: LoRA on attention projections only
+    # trains nothing below it, so backward (and what forward saves for it) stops there
+    first = next((i for i in range(L) if _prefix_count(cfg, i + 1, _rules(arch, mt, "attn"))), L)
+    for kind in MIXER_KINDS:
+        out[f"arch_{kind}_layers_up"] = out[f"arch_{kind}_layers"] - _prefix_count(cfg, first, _rules(arch, mt, kind))
+    out["arch_layers_up"] = L - first
+    out["arch_moe_layers_up"] = moe_layers - (_prefix_count(cfg, first, _rules(arch, mt, "moe")) if experts else 0)
     if moe_layers:
         out["arch_dense_layers"] = max(0, out["arch_ffn_layers"] - moe_layers)
     return out

@@ -170,7 +170,7 @@ def refuse_gap(model, regime: str, regimes: dict, gap, layout=False) -> None:
     if gap is not None and model.assume is None:
         answer = [] if layout else [
             n for n, r in sorted(regimes.items()) if r.components and "heuristic" not in r.labels
-            and n != regime and unmodelled(model, r.components) is None]
+            and n != regime and unmodelled(model, r.components, regime=n) is None]
         others = f"; regimes that answer for it: {', '.join(answer)}" if answer else ""
         raise NotModelled(gap_sentence(model, regime, gap) + others + "; refused rather than guessed, "
                           "`--assume llama` gives a Llama-style approximation", gap)
@@ -192,7 +192,7 @@ class BoundRegime:
         cfg = model.config if model is not None else None
         # what this regime's terms do not model for a hybrid model (formulas/architectures.json
         # _checks.hybrid_unmodelled): refused when evaluated, unless --assume llama
-        self._gap = None if model is None else unmodelled(model, [m.name for m in regime.components])
+        self._gap = None if model is None else unmodelled(model, [m.name for m in regime.components], regime=regime.regime)
         self._options = dict(regime.options)     # the layout rules read them (--tp-style dtensor)
         try:
             self._base = bind(regime, cfg, {}, exclude=self._free, source=model.source if model else "")
@@ -240,7 +240,7 @@ class BoundRegime:
         if self.model is not None:
             # a layout the formulas do not model for this structure (--tp 2 of a hybrid, --tp-style dtensor
             # of a fused q/k/v projection)
-            self._refuse_gap(unmodelled(self.model, (), values, self._options), layout=True)
+            self._refuse_gap(unmodelled(self.model, (), values, self._options, self.regime.regime), layout=True)
         return values, prov, unused
 
     #: the vocabulary's regimes (name -> vramsym.records.Regime), set by :func:`compile`: a refusal names
@@ -257,7 +257,7 @@ class BoundRegime:
     def _approximate(self, values):
         """Why this estimate is an approximation (--assume), or None."""
         why = getattr(self.model, "approximate", None)
-        gap = None if self.model is None else self._gap or unmodelled(self.model, (), values, self._options)
+        gap = None if self.model is None else self._gap or unmodelled(self.model, (), values, self._options, self.regime.regime)
         if gap is None:
             return why
         return (why + "; " if why else f"--assume {self.model.assume}: ") + self._gap_sentence(gap) + \
