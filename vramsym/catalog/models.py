@@ -319,6 +319,13 @@ def unmodelled(model: ModelSpec, components, values=None, options=None, regime=N
             return what.format(mixers=mixers, value=values[sym])
     if regime in (data.get("regimes") or {}):
         return data["regimes"][regime].format(mixers=mixers)
+    partial = data.get("partial_checkpointing")
+    if partial and options and options.get("checkpointing") == "full" and values is not None:
+        L = _first(cfg, "num_hidden_layers", "n_layer")
+        mixed = isinstance(L, int) and any(0 < (cfg.get(f"arch_{k}_layers") or 0) < L for k in MIXER_KINDS)
+        below = values.get("ckpt_ratio", 1) < 1 or (isinstance(L, int) and values.get("L_ck", L) < L)
+        if mixed and below:
+            return partial.format(mixers=mixers)
     for rule in data.get("options") or []:
         if options and regime in rule.get("regimes", ()) and options.get(rule.get("option")) in rule.get("choices", ()):
             return rule["what"].format(mixers=mixers, choice=options[rule["option"]])
