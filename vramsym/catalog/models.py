@@ -280,7 +280,10 @@ def unmodelled(model: ModelSpec, components, values=None, options=None, regime=N
     tools refuse in those regimes (``regime``: the regime's name)),
     checked first. With ``options`` (the regime's option choices) and ``values``, a
     layout that ``_checks.layout_unmodelled`` does not model for the model's structure
-    (``--tp-style dtensor`` with a fused q/k/v projection) is refused too."""
+    (``--tp-style dtensor`` with a fused q/k/v projection) is refused too. For a hybrid,
+    ``hybrid_unmodelled`` may also refuse a whole regime (``regimes``: freeze tuning), an option's
+    choices in named regimes (``options``: QLoRA's 4-bit base) and partial checkpointing when its
+    layers are of several kinds (``partial_checkpointing``)."""
     cfg = model.config
     if options and values is not None:       # a layout the structure cannot take (--tp-style dtensor)
         what = _layout_gap(cfg, values, options)
