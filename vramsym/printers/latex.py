@@ -859,8 +859,9 @@ def _inline_widths(parts: Inline, bold: bool = False) -> Tuple[float, float]:
     return total, widest
 
 
-# How much of the page a broken display's lines fill, for the error of the width estimates.
-_FILL = 0.92
+# How much of the page a broken display's lines fill, for the error of the width estimates (0.92 left a
+# substituted LoRA total with nested cases 1.6 pt over the text block).
+_FILL = 0.90
 
 
 def _broken_rows(e: Eq, room: float) -> List[Tuple[str, str]]:
