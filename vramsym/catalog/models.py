@@ -290,9 +290,9 @@ def unmodelled(model: ModelSpec, components, values=None, options=None, regime=N
         if what is not None:
             return what
     own = (_architectures().get(cfg.get("model_type")) or {}).get("unmodelled") or {}
-    for rule in own.get("options") or []:     # a choice the family's own tools refuse, in the regimes it names
-        if options and regime in rule.get("regimes", ()) and options.get(rule.get("option")) in rule.get("choices", ()):
-            return rule["what"].format(choice=options[rule["option"]])
+    what = _option_gap(own.get("options"), options, regime)     # a choice the family's own tools refuse
+    if what is not None:
+        return what
     if not components and cfg.get("arch_layer_mix") != "hybrid" and "inputs" not in own:
         return None             # what every evaluation asks (its layout): nothing to read for these
     for term in components:
@@ -329,9 +329,15 @@ def unmodelled(model: ModelSpec, components, values=None, options=None, regime=N
         below = values.get("ckpt_ratio", 1) < 1 or (isinstance(L, int) and values.get("L_ck", L) < L)
         if mixed and below:
             return partial.format(mixers=mixers)
-    for rule in data.get("options") or []:
+    return _option_gap(data.get("options"), options, regime, mixers=mixers)
+
+
+def _option_gap(rules, options, regime, **names) -> str | None:
+    """The sentence of the first rule {option, choices, regimes, what} whose option is set to one of
+    its choices in one of its regimes ('{choice}' and ``names`` filled in), or None."""
+    for rule in rules or []:
         if options and regime in rule.get("regimes", ()) and options.get(rule.get("option")) in rule.get("choices", ()):
-            return rule["what"].format(mixers=mixers, choice=options[rule["option"]])
+            return rule["what"].format(choice=options[rule["option"]], **names)
     return None
 
 
