@@ -99,7 +99,7 @@ def _write(tmp_path, mt, **over):
 
 
 @pytest.mark.parametrize("mt, regime, words", [
-    ("qwen3_next", "lora", "activations its Gated DeltaNet layers save for backward"),
+    ("qwen3_next", "freeze", "freeze tuning of its Gated DeltaNet layers"),
     ("granitemoehybrid", "qlora", "QLoRA of its Mamba2 layers"),
     ("nemotron_h", "freeze", "freeze tuning of its Mamba2 layers"),
     ("falcon_h1", "train", "attention and a Mamba2 mixer side by side"),
@@ -243,6 +243,48 @@ def test_mamba2_training_against_a_measurement(tmp_path, mt, over, regime, opts,
     """Mamba2 layers in training (before: refused). Tolerances in thousandths, of the activations saved at
     the end of forward and of the peak (the backward's scan moments are derived, the frozen upper layers of
     a hybrid whose top layer is not a Mamba2 one make the backward term an upper bound)."""
+    pytest.importorskip("torch.distributed._tools.mem_tracker")
+    if regime == "lora":
+        pytest.importorskip("peft")
+    r = vramsym.compare_with_pytorch(_write(tmp_path, mt, **over), regime, options=opts, inputs={"batch": 2, "seq": s})
+    rows = {row["component"]: row for row in r["rows"]}
+    act = rows["activations"]
+    assert abs(act["predicted_bytes"] - act["measured_bytes"]) <= act["measured_bytes"] * act_tol / 1000, r["rows"]
+    assert abs(r["predicted_total_bytes"] - r["measured_peak_bytes"]) <= r["measured_peak_bytes"] * peak_tol / 1000, r["rows"]
+    if regime == "lora":       # the adapters peft makes, to the parameter
+        assert rows["gradients"]["predicted_bytes"] == rows["gradients"]["measured_bytes"], r["rows"]
+
+
+GDN_SMALL = dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=2, head_dim=24,
+                 vocab_size=64, linear_conv_kernel_dim=4, linear_key_head_dim=32, linear_value_head_dim=24,
+                 linear_num_key_heads=4, linear_num_value_heads=8, tie_word_embeddings=False, num_hidden_layers=4,
+                 layer_types=["linear_attention"] * 3 + ["full_attention"],
+                 rope_parameters={"rope_type": "default", "rope_theta": 10000000, "partial_rotary_factor": 0.25})
+
+
+@pytest.mark.parametrize("mt, over, regime, opts, s, act_tol, peak_tol", [
+    # formulas/recurrent.vram act_gdn: what a Gated DeltaNet layer's torch path saves for backward, derived
+    # from live-tensor traces (fp32, bf16, bf16 autocast; s = 300: five chunks, the last padded); the
+    # backward's moments (gdn_bwd_moment, gdn_loop_moment) and the scan's forward peak (gdn_scan_live)
+    ("qwen3_5_text", GDN_SMALL, "train", {"precision": "bf16"}, 300, 1, 3),
+    ("qwen3_5_text", GDN_SMALL, "train", {"precision": "mixed_bf16"}, 300, 1, 3),
+    ("qwen3_5_text", GDN_SMALL, "train", {"precision": "fp32"}, 300, 1, 3),
+    # H_k = H_v: an fp32 model's l2 norms read views of the conv output (gdn_qk_view)
+    ("qwen3_5_text", dict(GDN_SMALL, linear_num_key_heads=8), "train", {"precision": "fp32"}, 100, 1, 3),
+    # full checkpointing: the recomputed layer's own MLP released before its mixer's backward (rec_own_ffn_done)
+    ("qwen3_5_text", GDN_SMALL, "train", {"precision": "bf16", "checkpointing": "full"}, 300, 15, 5),
+    # LoRA: the frozen mixer saves less (gdn_frozen_less); all-linear adapts in_proj_* and out_proj
+    # (lora_gdn_width); on q and v the GDN layers below the first attention layer run without autograd
+    # and peak as in prefill (rec_low_forward)
+    ("qwen3_5_text", GDN_SMALL, "lora", {"precision": "bf16", "lora_targets": "all_linear"}, 300, 5, 10),
+    ("qwen3_5_text", GDN_SMALL, "lora", {"precision": "bf16", "lora_targets": "qv"}, 300, 2, 30),
+    # Qwen3-Next: fused in_proj_qkvz / in_proj_ba, sparse MoE with a gated shared expert
+    ("qwen3_next", dict(GDN_SMALL, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                        shared_expert_intermediate_size=40, decoder_sparse_step=1), "train", {"precision": "bf16"}, 200, 10, 5),
+])
+def test_gated_deltanet_training_against_a_measurement(tmp_path, mt, over, regime, opts, s, act_tol, peak_tol):
+    """Gated DeltaNet layers (Qwen3.5, Qwen3-Next) in training (before: refused). Tolerances in thousandths,
+    of the activations saved at the end of forward and of the peak."""
     pytest.importorskip("torch.distributed._tools.mem_tracker")
     if regime == "lora":
         pytest.importorskip("peft")

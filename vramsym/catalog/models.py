@@ -796,6 +796,13 @@ def _derived(cfg: dict, arch: dict | None = None) -> dict:
     # the top layer's blocks (its backward runs first): whether it has a feed-forward block, a Mamba mixer
     for kind in ("ffn", "ssm"):
         out[f"arch_top_{kind}"] = out[f"arch_{kind}_layers"] - _prefix_count(cfg, L - 1, _rules(arch, mt, kind))
+    # the last recurrent (Mamba / Gated DeltaNet) layer: the blocks whose backward runs before its mixer's
+    rec = [_rules(arch, mt, k) for k in ("ssm", "gdn")]
+    last = next((i for i in range(L - 1, -1, -1)
+                 if any(_prefix_count(cfg, i + 1, r) > _prefix_count(cfg, i, r) for r in rec)), None)
+    if last is not None:
+        out["arch_attn_above_rec"] = out["arch_attn_layers"] - _prefix_count(cfg, last + 1, _rules(arch, mt, "attn"))
+        out["arch_ffn_above_rec"] = out["arch_ffn_layers"] - _prefix_count(cfg, last, _rules(arch, mt, "ffn"))
     # the layers at and above the first attention layer, by kind: LoRA on attention projections only
     # trains nothing below it, so backward (and what forward saves for it) stops there
     first = next((i for i in range(L) if _prefix_count(cfg, i + 1, _rules(arch, mt, "attn"))), L)
