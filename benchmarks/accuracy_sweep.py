@@ -185,6 +185,26 @@ def synthetic(rng, family: str, small: bool) -> dict:
                 "mamba_n_groups": groups, "mamba_d_state": state, "mamba_chunk_size": chunk, "mamba_d_conv": 4,
                 "mamba_rms_norm": rng.random() < 0.5, "mamba_norm_before_gate": rng.random() < 0.5,
                 "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0}
+    if family in ("qwen3_5_text", "qwen3_next"):
+        # Gated DeltaNet hybrids: linear-attention layers with a full-attention layer every `interval`-th,
+        # key heads and value heads (a multiple of them) at their own dimensions; Qwen3-Next fuses the
+        # projections and is drawn with dense MLPs (its MoE needs real tensors: seed 16 covers its catalog model)
+        interval = rng.choice([2, 3, 4])
+        blocks = rng.randint(1, 2) if small else rng.randint(1, 4)
+        k_heads = rng.choice([2, 4] if small else [4, 8, 16])
+        dk = rng.choice([16, 32] if small else [64, 128])
+        cfg = {"model_type": family, "hidden_size": h, "num_hidden_layers": interval * blocks,
+               "layer_types": (["linear_attention"] * (interval - 1) + ["full_attention"]) * blocks,
+               "num_attention_heads": n_q, "num_key_value_heads": kv, "head_dim": d_h, "intermediate_size": inter,
+               "vocab_size": vocab, "linear_conv_kernel_dim": 4, "linear_num_key_heads": k_heads,
+               "linear_num_value_heads": k_heads * rng.choice([1, 2]), "linear_key_head_dim": dk,
+               "linear_value_head_dim": rng.choice([dk, dk // 2]), "tie_word_embeddings": rng.random() < 0.5,
+               "max_position_embeddings": maxpos, "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0,
+               "rope_parameters": {"rope_type": "default", "rope_theta": 10000000.0,
+                                   "partial_rotary_factor": rng.choice([0.25, 0.5])}}
+        if family == "qwen3_next":
+            cfg.update(num_experts=0, full_attention_interval=interval)
+        return cfg
     if family == "phi":
         cfg.update(hidden_size=n_q * d_h, num_key_value_heads=kv, partial_rotary_factor=rng.choice([0.25, 0.5, 1.0]),
                    resid_pdrop=rng.choice([0.0, 0.1]), embd_pdrop=rng.choice([0.0, 0.1]), hidden_act="gelu_new",

@@ -277,7 +277,7 @@ GDN_SMALL = dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, nu
     # (lora_gdn_width); on q and v the GDN layers below the first attention layer run without autograd
     # and peak as in prefill (rec_low_forward)
     ("qwen3_5_text", GDN_SMALL, "lora", {"precision": "bf16", "lora_targets": "all_linear"}, 300, 5, 10),
-    ("qwen3_5_text", GDN_SMALL, "lora", {"precision": "bf16", "lora_targets": "qv"}, 300, 2, 30),
+    ("qwen3_5_text", GDN_SMALL, "lora", {"precision": "bf16", "lora_targets": "qv"}, 300, 5, 5),
     # Qwen3-Next: fused in_proj_qkvz / in_proj_ba, sparse MoE with a gated shared expert
     ("qwen3_next", dict(GDN_SMALL, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
                         shared_expert_intermediate_size=40, decoder_sparse_step=1), "train", {"precision": "bf16"}, 200, 10, 5),
