@@ -187,7 +187,7 @@ def test_gemma4_hub_style_config_and_refusals(tool):
 
 
 @pytest.mark.parametrize("name,regime", [("llama-4-scout", "lora"), ("jamba-v0.1", "lora"),
-                                         ("qwen3-next-80b-a3b", "train")])
+                                         ("qwen3-next-80b-a3b", "freeze")])
 def test_a_refusal_names_the_regimes_that_answer_for_the_model(name, regime):
     """A refused (model, regime) names the regimes whose components model the model, and each of
     them answers (it does not refuse in turn) while the refused one still refuses."""

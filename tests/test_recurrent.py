@@ -215,6 +215,22 @@ def test_lora_targets_peft_refuses_are_refused(tmp_path, mt, targets, words):
     assert est.total_bytes > 0 and not est.approximate
 
 
+def _against_a_measurement(tmp_path, mt, over, regime, opts, s, act_tol, peak_tol):
+    """vramsym's prediction against PyTorch's accounting (FakeTensorMode): the activations saved at the end
+    of forward and the peak, within tolerances in thousandths; under LoRA the adapters peft makes, to the
+    parameter."""
+    pytest.importorskip("torch.distributed._tools.mem_tracker")
+    if regime == "lora":
+        pytest.importorskip("peft")
+    r = vramsym.compare_with_pytorch(_write(tmp_path, mt, **over), regime, options=opts, inputs={"batch": 2, "seq": s})
+    rows = {row["component"]: row for row in r["rows"]}
+    act = rows["activations"]
+    assert abs(act["predicted_bytes"] - act["measured_bytes"]) <= act["measured_bytes"] * act_tol / 1000, r["rows"]
+    assert abs(r["predicted_total_bytes"] - r["measured_peak_bytes"]) <= r["measured_peak_bytes"] * peak_tol / 1000, r["rows"]
+    if regime == "lora":       # the adapters peft makes, to the parameter
+        assert rows["gradients"]["predicted_bytes"] == rows["gradients"]["measured_bytes"], r["rows"]
+
+
 MAMBA2_SMALL = dict(hidden_size=32, vocab_size=16, num_hidden_layers=3, state_size=16, conv_kernel=4, expand=2,
                     num_heads=8, head_dim=8, n_groups=1, use_bias=False, chunk_size=32, tie_word_embeddings=True)
 
@@ -243,16 +259,7 @@ def test_mamba2_training_against_a_measurement(tmp_path, mt, over, regime, opts,
     """Mamba2 layers in training (before: refused). Tolerances in thousandths, of the activations saved at
     the end of forward and of the peak (the backward's scan moments are derived, the frozen upper layers of
     a hybrid whose top layer is not a Mamba2 one make the backward term an upper bound)."""
-    pytest.importorskip("torch.distributed._tools.mem_tracker")
-    if regime == "lora":
-        pytest.importorskip("peft")
-    r = vramsym.compare_with_pytorch(_write(tmp_path, mt, **over), regime, options=opts, inputs={"batch": 2, "seq": s})
-    rows = {row["component"]: row for row in r["rows"]}
-    act = rows["activations"]
-    assert abs(act["predicted_bytes"] - act["measured_bytes"]) <= act["measured_bytes"] * act_tol / 1000, r["rows"]
-    assert abs(r["predicted_total_bytes"] - r["measured_peak_bytes"]) <= r["measured_peak_bytes"] * peak_tol / 1000, r["rows"]
-    if regime == "lora":       # the adapters peft makes, to the parameter
-        assert rows["gradients"]["predicted_bytes"] == rows["gradients"]["measured_bytes"], r["rows"]
+    _against_a_measurement(tmp_path, mt, over, regime, opts, s, act_tol, peak_tol)
 
 
 GDN_SMALL = dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=2, head_dim=24,
@@ -285,16 +292,7 @@ GDN_SMALL = dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, nu
 def test_gated_deltanet_training_against_a_measurement(tmp_path, mt, over, regime, opts, s, act_tol, peak_tol):
     """Gated DeltaNet layers (Qwen3.5, Qwen3-Next) in training (before: refused). Tolerances in thousandths,
     of the activations saved at the end of forward and of the peak."""
-    pytest.importorskip("torch.distributed._tools.mem_tracker")
-    if regime == "lora":
-        pytest.importorskip("peft")
-    r = vramsym.compare_with_pytorch(_write(tmp_path, mt, **over), regime, options=opts, inputs={"batch": 2, "seq": s})
-    rows = {row["component"]: row for row in r["rows"]}
-    act = rows["activations"]
-    assert abs(act["predicted_bytes"] - act["measured_bytes"]) <= act["measured_bytes"] * act_tol / 1000, r["rows"]
-    assert abs(r["predicted_total_bytes"] - r["measured_peak_bytes"]) <= r["measured_peak_bytes"] * peak_tol / 1000, r["rows"]
-    if regime == "lora":       # the adapters peft makes, to the parameter
-        assert rows["gradients"]["predicted_bytes"] == rows["gradients"]["measured_bytes"], r["rows"]
+    _against_a_measurement(tmp_path, mt, over, regime, opts, s, act_tol, peak_tol)
 
 
 def test_partial_checkpointing_of_a_hybrid_of_several_kinds_is_refused(tmp_path):

@@ -166,11 +166,12 @@ def gap_sentence(model, regime: str, gap) -> str:
 def refuse_gap(model, regime: str, regimes: dict, gap, layout=False) -> None:
     """Refuse a gap of ``model`` in ``regime`` (unless --assume): one of the regime's terms (then the
     regimes of ``regimes`` whose components do model the model are named) or, ``layout``, the layout
-    its inputs and options ask (every regime would refuse it)."""
+    its inputs and options ask (every regime would refuse it). A named regime answers with the option
+    choices it sets itself (QLoRA's 4-bit base: refused for a hybrid's mixers)."""
     if gap is not None and model.assume is None:
         answer = [] if layout else [
             n for n, r in sorted(regimes.items()) if r.components and "heuristic" not in r.labels
-            and n != regime and unmodelled(model, r.components, regime=n) is None]
+            and n != regime and unmodelled(model, r.components, options=dict(r.sets), regime=n) is None]
         others = f"; regimes that answer for it: {', '.join(answer)}" if answer else ""
         raise NotModelled(gap_sentence(model, regime, gap) + others + "; refused rather than guessed, "
                           "`--assume llama` gives a Llama-style approximation", gap)
