@@ -7,6 +7,8 @@ import os
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vramsym.catalog import checkpoints as C
 from vramsym.catalog import dtypes
@@ -150,9 +152,41 @@ def test_huge_layer_counts_are_closed_form():
                  "mlp_only_layers": [6, 13]},
                 {"model_type": "gemma3_text", "num_hidden_layers": 10**15, "sliding_window": 8},
                 {"model_type": "qwen2", "num_hidden_layers": 10**15, "sliding_window": 8, "use_sliding_window": True,
-                 "max_window_layers": 10}):
-        counts(cfg)
+                 "max_window_layers": 10},
+                # the last recurrent layer and the first attention layer of a hybrid, and of a model with none
+                {"model_type": "jamba", "num_hidden_layers": 10**15, "attn_layer_period": 8, "attn_layer_offset": 4,
+                 "num_experts": 16, "expert_layer_period": 2, "expert_layer_offset": 1},
+                {"model_type": "llama", "num_hidden_layers": 10**12}):
+        M._derived(cfg)
     assert time.perf_counter() - t < 1
+
+
+def _scanned(cfg, kinds, top):
+    """The layer-by-layer answer the bisection must give: the index of the last (top) or first layer
+    that one of the rules of these kinds counts, or None."""
+    arch = M._architectures()
+    rules = [M._rules(arch, cfg["model_type"], k) for k in kinds]
+    L = cfg["num_hidden_layers"]
+    hit = [i for i in range(L) if any(M._prefix_count(cfg, i + 1, r) > M._prefix_count(cfg, i, r) for r in rules)]
+    return (hit[-1] if top else hit[0]) if hit else None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["linear_attention", "full_attention"]), min_size=1, max_size=40),
+       st.sampled_from(["qwen3_5_text", "qwen3_next"]))
+def test_the_last_recurrent_and_first_attention_layers_are_those_a_scan_finds(types, mt):
+    """_derived finds them by bisection (a config may name 10^12 layers); on any layer pattern it agrees with
+    the scan of every layer."""
+    cfg = {"model_type": mt, "num_hidden_layers": len(types), "layer_types": types}
+    d = M._derived(dict(cfg))
+    last, first = _scanned(cfg, ["ssm", "gdn"], True), _scanned(cfg, ["attn"], False)
+    L = len(types)
+    assert d["arch_layers_up"] == L - (L if first is None else first)
+    if last is None:
+        assert "arch_attn_above_rec" not in d
+    else:
+        assert d["arch_attn_above_rec"] == types[last + 1:].count("full_attention")
+        assert d["arch_ffn_above_rec"] == L - last
 
 
 def test_every_rule_in_the_data_is_known_and_cited():

@@ -798,14 +798,15 @@ def _derived(cfg: dict, arch: dict | None = None) -> dict:
         out[f"arch_top_{kind}"] = out[f"arch_{kind}_layers"] - _prefix_count(cfg, L - 1, _rules(arch, mt, kind))
     # the last recurrent (Mamba / Gated DeltaNet) layer: the blocks whose backward runs before its mixer's
     rec = [_rules(arch, mt, k) for k in ("ssm", "gdn")]
-    last = next((i for i in range(L - 1, -1, -1)
-                 if any(_prefix_count(cfg, i + 1, r) > _prefix_count(cfg, i, r) for r in rec)), None)
-    if last is not None:
+    n_rec = sum(_prefix_count(cfg, L, r) for r in rec)
+    if n_rec:
+        last = _first_prefix_reaching(L, n_rec, lambda n: sum(_prefix_count(cfg, n, r) for r in rec)) - 1
         out["arch_attn_above_rec"] = out["arch_attn_layers"] - _prefix_count(cfg, last + 1, _rules(arch, mt, "attn"))
         out["arch_ffn_above_rec"] = out["arch_ffn_layers"] - _prefix_count(cfg, last, _rules(arch, mt, "ffn"))
     # the layers at and above the first attention layer, by kind: LoRA on attention projections only
     # trains nothing below it, so backward (and what forward saves for it) stops there
-    first = next((i for i in range(L) if _prefix_count(cfg, i + 1, _rules(arch, mt, "attn"))), L)
+    attn = _rules(arch, mt, "attn")
+    first = _first_prefix_reaching(L, 1, lambda n: _prefix_count(cfg, n, attn)) - 1 if _prefix_count(cfg, L, attn) else L
     for kind in MIXER_KINDS:
         out[f"arch_{kind}_layers_up"] = out[f"arch_{kind}_layers"] - _prefix_count(cfg, first, _rules(arch, mt, kind))
     out["arch_layers_up"] = L - first
@@ -813,6 +814,20 @@ def _derived(cfg: dict, arch: dict | None = None) -> dict:
     if moe_layers:
         out["arch_dense_layers"] = max(0, out["arch_ffn_layers"] - moe_layers)
     return out
+
+
+def _first_prefix_reaching(L: int, target: int, count) -> int:
+    """The fewest first layers n (1 <= n <= L) among which ``count(n)`` reaches ``target``, by bisection:
+    a count over the first n layers never falls as n grows, and a layer count may be any size a config
+    names (a scan layer by layer would not end on a config of 10^12 layers)."""
+    lo, hi = 1, L
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if count(mid) >= target:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 def _prefix_count(cfg: dict, n: int, rules: list) -> int:
