@@ -185,6 +185,25 @@ def synthetic(rng, family: str, small: bool) -> dict:
                 "mamba_n_groups": groups, "mamba_d_state": state, "mamba_chunk_size": chunk, "mamba_d_conv": 4,
                 "mamba_rms_norm": rng.random() < 0.5, "mamba_norm_before_gate": rng.random() < 0.5,
                 "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0}
+    if family in ("mamba", "falcon_mamba", "jamba"):
+        # Mamba (v1) mixers: an inner width of expand x h, a state of 8-16, a dt rank of ceil(h / 16) or its
+        # own; Falcon-Mamba normalises dt, B and C without weights, Jamba with them and interleaves attention
+        # layers (one per period) with dense MLPs (its MoE needs real tensors: seed 19's catalog model)
+        state = rng.choice([8, 16])
+        rank = rng.choice(["auto", rng.choice([4, 8, 16])])
+        if family == "jamba":
+            period = rng.choice([2, 4, 8])
+            return {"model_type": "jamba", "hidden_size": h, "num_hidden_layers": max(layers, 2),
+                    "num_attention_heads": n_q, "num_key_value_heads": kv, "intermediate_size": inter,
+                    "vocab_size": vocab, "attn_layer_period": period, "attn_layer_offset": rng.randrange(period),
+                    "num_experts": 1, "mamba_d_state": state, "mamba_d_conv": 4, "mamba_expand": 2,
+                    "mamba_dt_rank": h // 16 if rank == "auto" else rank, "mamba_proj_bias": rng.random() < 0.3,
+                    "tie_word_embeddings": rng.random() < 0.5, "max_position_embeddings": maxpos,
+                    "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0}
+        return {"model_type": family, "hidden_size": h, "num_hidden_layers": layers, "state_size": state,
+                "conv_kernel": 4, "expand": 2, "time_step_rank": rank, "use_bias": rng.random() < 0.3,
+                "use_conv_bias": rng.random() < 0.7, "residual_in_fp32": rng.random() < 0.5, "vocab_size": vocab,
+                "tie_word_embeddings": rng.random() < 0.5, "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0}
     if family in ("qwen3_5_text", "qwen3_next"):
         # Gated DeltaNet hybrids: linear-attention layers with a full-attention layer every `interval`-th,
         # key heads and value heads (a multiple of them) at their own dimensions; Qwen3-Next fuses the
@@ -315,7 +334,7 @@ def draw(rng, small: bool, multi: float, families=None, lora_mixed: bool = False
         cfg = synthetic(rng, family, small)
         model = {"config": cfg}
     maxpos = int(cfg.get("max_position_embeddings") or cfg.get("n_positions") or cfg.get("max_seq_len")
-                 or (16384 if family == "mamba2" and "config" in model else 2048))  # synthetic Mamba2: no positions to run out of
+                 or (16384 if family in ("mamba2", "mamba", "falcon_mamba") and "config" in model else 2048))  # synthetic Mamba / Mamba2: no positions to run out of
     seq = min(_log_uniform(rng, 32 if small else 128, 512 if small else 16384), maxpos)
     batch = _log_uniform(rng, 1, 4 if small else 16)
     case = {"model": model, "family": family, "batch": batch, "seq": seq, "options": {}, "inputs": {}}

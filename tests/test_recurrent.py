@@ -104,7 +104,7 @@ def _write(tmp_path, mt, **over):
     ("nemotron_h", "freeze", "freeze tuning of its Mamba2 layers"),
     ("falcon_h1", "train", "attention and a Mamba2 mixer side by side"),
     ("jamba", "vllm", "vLLM's state of its Mamba layers"),
-    ("jamba", "train", "activations its Mamba layers save for backward"),
+    ("jamba", "lora", "LoRA of its Mamba layers"),
 ])
 def test_regimes_that_do_not_model_the_mixers_refuse(tmp_path, mt, regime, words):
     # formulas/architectures.json _checks.hybrid_unmodelled: one sentence with the type, the regime and what
@@ -292,6 +292,36 @@ GDN_SMALL = dict(hidden_size=64, intermediate_size=96, num_attention_heads=4, nu
 def test_gated_deltanet_training_against_a_measurement(tmp_path, mt, over, regime, opts, s, act_tol, peak_tol):
     """Gated DeltaNet layers (Qwen3.5, Qwen3-Next) in training (before: refused). Tolerances in thousandths,
     of the activations saved at the end of forward and of the peak."""
+    _against_a_measurement(tmp_path, mt, over, regime, opts, s, act_tol, peak_tol)
+
+
+MAMBA_SMALL = dict(hidden_size=32, vocab_size=16, num_hidden_layers=2, state_size=8, conv_kernel=4, expand=2,
+                   time_step_rank=4, use_bias=False, tie_word_embeddings=True)
+JAMBA_SMALL = dict(hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                   vocab_size=16, mamba_d_state=8, mamba_d_conv=4, mamba_expand=2, mamba_dt_rank=4, attn_layer_period=2,
+                   attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=1, num_experts=4, num_experts_per_tok=2,
+                   tie_word_embeddings=False)
+
+
+@pytest.mark.parametrize("mt, over, regime, opts, s, act_tol, peak_tol", [
+    # formulas/recurrent.vram act_ssm1: what a Mamba layer's torch path saves for backward (the recurrent
+    # loop's state per position), derived from live-tensor traces (fp32, bf16, bf16 autocast; b = 1 and 2);
+    # the backward's peak (ssm1_bwd_moment: four full-size gradients of the discretised A and B)
+    ("mamba", MAMBA_SMALL, "train", {"precision": "fp32"}, 37, 1, 1),
+    ("mamba", dict(MAMBA_SMALL, num_hidden_layers=1), "train", {"precision": "bf16"}, 37, 1, 1),
+    ("mamba", MAMBA_SMALL, "train", {"precision": "mixed_bf16"}, 37, 1, 2),
+    # full checkpointing: the peak is the lowest layer's backward beside the gradients of the layer above
+    # (ssm_backward_last: -0.52%)
+    ("mamba", MAMBA_SMALL, "train", {"precision": "bf16", "checkpointing": "full"}, 37, 1, 6),
+    # Falcon-Mamba's weightless dt / B / C norms, Jamba's weighted ones (ssm1_bc_saved)
+    ("falcon_mamba", dict(MAMBA_SMALL, hidden_size=64, vocab_size=128), "train", {"precision": "bf16"}, 40, 1, 1),
+    # Jamba: a MoE layer (attention) above the last Mamba layer's dense MLP (rec_above_done by block kind)
+    ("jamba", JAMBA_SMALL, "train", {"precision": "fp32"}, 64, 1, 1),
+    ("jamba", dict(JAMBA_SMALL, num_hidden_layers=4, attn_layer_period=4), "train", {"precision": "mixed_bf16"}, 64, 1, 1),
+])
+def test_mamba_training_against_a_measurement(tmp_path, mt, over, regime, opts, s, act_tol, peak_tol):
+    """Mamba (v1) layers in training: pure Mamba, Falcon-Mamba and Jamba (before: refused). Tolerances
+    in thousandths, of the activations saved at the end of forward and of the peak."""
     _against_a_measurement(tmp_path, mt, over, regime, opts, s, act_tol, peak_tol)
 
 

@@ -320,8 +320,11 @@ def unmodelled(model: ModelSpec, components, values=None, options=None, regime=N
     for sym, what in (data.get("inputs") or {}).items():
         if values is not None and values.get(sym, 1) > 1:
             return what.format(mixers=mixers, value=values[sym])
-    if regime in (data.get("regimes") or {}):
-        return data["regimes"][regime].format(mixers=mixers)
+    what = (data.get("regimes") or {}).get(regime)
+    if isinstance(what, dict):           # a regime refused for some mixers: the first kind it names
+        what = next((what[k] for k in kinds if k in what), None)
+    if what is not None:
+        return what.format(mixers=mixers)
     partial = data.get("partial_checkpointing")
     if partial and options and options.get("checkpointing") == "full" and values is not None:
         L = _first(cfg, "num_hidden_layers", "n_layer")
@@ -803,6 +806,9 @@ def _derived(cfg: dict, arch: dict | None = None) -> dict:
         last = _first_prefix_reaching(L, n_rec, lambda n: sum(_prefix_count(cfg, n, r) for r in rec)) - 1
         out["arch_attn_above_rec"] = out["arch_attn_layers"] - _prefix_count(cfg, last + 1, _rules(arch, mt, "attn"))
         out["arch_ffn_above_rec"] = out["arch_ffn_layers"] - _prefix_count(cfg, last, _rules(arch, mt, "ffn"))
+        moe = _rules(arch, mt, "moe")
+        out["arch_moe_above_rec"] = moe_layers - _prefix_count(cfg, last, moe) if moe_layers else 0
+        out["arch_rec_own_moe"] = _prefix_count(cfg, last + 1, moe) - _prefix_count(cfg, last, moe) if moe_layers else 0
     # the layers at and above the first attention layer, by kind: LoRA on attention projections only
     # trains nothing below it, so backward (and what forward saves for it) stops there
     attn = _rules(arch, mt, "attn")
