@@ -104,7 +104,7 @@ def _write(tmp_path, mt, **over):
     ("nemotron_h", "freeze", "freeze tuning of its Mamba2 layers"),
     ("falcon_h1", "train", "attention and a Mamba2 mixer side by side"),
     ("jamba", "vllm", "vLLM's state of its Mamba layers"),
-    ("jamba", "lora", "LoRA of its Mamba layers"),
+    ("jamba", "freeze", "freeze tuning of its Mamba layers"),
 ])
 def test_regimes_that_do_not_model_the_mixers_refuse(tmp_path, mt, regime, words):
     # formulas/architectures.json _checks.hybrid_unmodelled: one sentence with the type, the regime and what
@@ -302,6 +302,10 @@ JAMBA_SMALL = dict(hidden_size=32, intermediate_size=48, num_hidden_layers=2, nu
                    attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=1, num_experts=4, num_experts_per_tok=2,
                    tie_word_embeddings=False)
 
+# m a m m with dense MLPs: one Mamba layer below the first attention layer, two above it
+JAMBA_LORA = dict(JAMBA_SMALL, num_hidden_layers=4, attn_layer_period=4, attn_layer_offset=1, num_experts=1,
+                  num_experts_per_tok=1)
+
 
 @pytest.mark.parametrize("mt, over, regime, opts, s, act_tol, peak_tol", [
     # formulas/recurrent.vram act_ssm1: what a Mamba layer's torch path saves for backward (the recurrent
@@ -318,6 +322,13 @@ JAMBA_SMALL = dict(hidden_size=32, intermediate_size=48, num_hidden_layers=2, nu
     # Jamba: a MoE layer (attention) above the last Mamba layer's dense MLP (rec_above_done by block kind)
     ("jamba", JAMBA_SMALL, "train", {"precision": "fp32"}, 64, 1, 1),
     ("jamba", dict(JAMBA_SMALL, num_hidden_layers=4, attn_layer_period=4), "train", {"precision": "mixed_bf16"}, 64, 1, 1),
+    # LoRA (refused before): the frozen mixer saves less (ssm1_frozen_less, ssm1_frozen_released); on q and v
+    # the Mamba layer below the first attention layer runs without autograd, the two above it frozen;
+    # all-linear adapts in_proj, x_proj and out_proj (lora_ssm_inputs), and dt_proj's adapter, whose module
+    # forward never runs, has no gradient or optimizer state (P_lora_idle)
+    ("jamba", JAMBA_LORA, "lora", {"precision": "bf16", "lora_targets": "qv"}, 37, 1, 1),
+    ("jamba", JAMBA_LORA, "lora", {"precision": "fp32", "lora_targets": "qv"}, 37, 1, 1),
+    ("jamba", JAMBA_LORA, "lora", {"precision": "bf16", "lora_targets": "all_linear"}, 37, 1, 5),
 ])
 def test_mamba_training_against_a_measurement(tmp_path, mt, over, regime, opts, s, act_tol, peak_tol):
     """Mamba (v1) layers in training: pure Mamba, Falcon-Mamba and Jamba (before: refused). Tolerances
