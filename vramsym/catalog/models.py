@@ -290,7 +290,7 @@ def unmodelled(model: ModelSpec, components, values=None, options=None, regime=N
         if what is not None:
             return what
     own = (_architectures().get(cfg.get("model_type")) or {}).get("unmodelled") or {}
-    what = _option_gap(own.get("options"), options, regime)     # a choice the family's own tools refuse
+    what = _option_gap(own.get("options"), options, regime, cfg)     # a choice the family's own tools refuse
     if what is not None:
         return what
     if not components and cfg.get("arch_layer_mix") != "hybrid" and "inputs" not in own:
@@ -332,14 +332,17 @@ def unmodelled(model: ModelSpec, components, values=None, options=None, regime=N
         below = values.get("ckpt_ratio", 1) < 1 or (isinstance(L, int) and values.get("L_ck", L) < L)
         if mixed and below:
             return partial.format(mixers=mixers)
-    return _option_gap(data.get("options"), options, regime, mixers=mixers)
+    return _option_gap(data.get("options"), options, regime, cfg, mixers=mixers)
 
 
-def _option_gap(rules, options, regime, **names) -> str | None:
+def _option_gap(rules, options, regime, cfg=None, **names) -> str | None:
     """The sentence of the first rule {option, choices, regimes, what} whose option is set to one of
-    its choices in one of its regimes ('{choice}' and ``names`` filled in), or None."""
+    its choices in one of its regimes, and whose condition (the layer rules' ``if_equal``, ... on
+    the config and its derived counts, ``cfg``) holds where it has one ('{choice}' and ``names``
+    filled in), or None."""
     for rule in rules or []:
-        if options and regime in rule.get("regimes", ()) and options.get(rule.get("option")) in rule.get("choices", ()):
+        if options and regime in rule.get("regimes", ()) and options.get(rule.get("option")) in rule.get("choices", ()) \
+                and (cfg is None or _applies(rule, cfg)):
             return rule["what"].format(choice=options[rule["option"]], **names)
     return None
 
@@ -805,6 +808,8 @@ def _derived(cfg: dict, arch: dict | None = None) -> dict:
     if n_rec:
         last = _first_prefix_reaching(L, n_rec, lambda n: sum(_prefix_count(cfg, n, r) for r in rec)) - 1
         out["arch_attn_above_rec"] = out["arch_attn_layers"] - _prefix_count(cfg, last + 1, _rules(arch, mt, "attn"))
+        # with the last recurrent layer's own attention (Falcon-H1's parallel layers run the mixer first)
+        out["arch_attn_from_rec"] = out["arch_attn_layers"] - _prefix_count(cfg, last, _rules(arch, mt, "attn"))
         out["arch_ffn_above_rec"] = out["arch_ffn_layers"] - _prefix_count(cfg, last, _rules(arch, mt, "ffn"))
         moe = _rules(arch, mt, "moe")
         out["arch_moe_above_rec"] = moe_layers - _prefix_count(cfg, last, moe) if moe_layers else 0
