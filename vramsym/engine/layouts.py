@@ -224,7 +224,7 @@ def _smallest_dp(r, base, lay, capacity, max_gpus):
 
     def total_at(dp):
         if dp not in totals:
-            totals[dp] = r.evaluate(dict(base, gpus=dp * width, **lay)).exact_total
+            totals[dp] = r.screen_total(dict(base, gpus=dp * width, **lay))
         return totals[dp]
 
     def accepted(k):
@@ -268,9 +268,9 @@ def _smallest_dp(r, base, lay, capacity, max_gpus):
     if f(k1) <= capacity:
         return step * k1 * width, None
     if k1 >= limit:
-        return None, (totals[step * k1], lay, step * k1 * width)
+        return None, (totals[step * k1].exact(), lay, step * k1 * width)
     k = smallest_fitting(f, capacity, lo=k1 + 1, limit=limit, name="dp")
     if k is None:
         last = max(totals)
-        return None, (totals[last], lay, last * width)
+        return None, (totals[last].exact(), lay, last * width)
     return step * accepted(k) * width, None

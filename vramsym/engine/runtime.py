@@ -177,6 +177,73 @@ def refuse_gap(model, regime: str, regimes: dict, gap, layout=False) -> None:
                           "`--assume llama` gives a Llama-style approximation", gap)
 
 
+#: how close (relative) a floating-point screen may come to what it is compared with before the
+#: comparison is made in exact arithmetic: far above the rounding of a few thousand float operations
+SCREEN_MARGIN = 1e-9
+
+
+def _float_q(n, d=1):
+    """The generated code's exact quotient ``_q(n, d)`` and constant ``Fraction(p, q)`` for the
+    floating-point screen: an int where d divides n, else a float."""
+    if type(n) is int and type(d) is int:
+        q, r = divmod(n, d)
+        if not r:
+            return q
+    return n / d
+
+
+class Screened:
+    """A total known first in floating point, exact on demand: a comparison whose sides differ by
+    more than :data:`SCREEN_MARGIN` (relative) is decided by the floats, any closer one by the exact
+    values (``exact()``), so every decision is the exact one. ``float`` is None where the
+    generated code cannot run on floats."""
+
+    __slots__ = ("float", "_exact", "_value")
+
+    def __init__(self, value, exact):
+        self.float, self._exact, self._value = value, exact, None
+
+    def exact(self):
+        if self._value is None:
+            self._value = self._exact()
+        return self._value
+
+    def _decide(self, other):
+        """(a, b) to compare: floats when they are far apart, else the exact values."""
+        o = other.float if isinstance(other, Screened) else float(other)
+        if self.float is not None and o is not None and abs(self.float - o) > SCREEN_MARGIN * max(abs(self.float), abs(o), 1.0):
+            return self.float, o
+        return self.exact(), other.exact() if isinstance(other, Screened) else other
+
+    def near(self, other) -> bool:
+        """Whether the two floats lie within :data:`SCREEN_MARGIN` of each other (a monotonicity
+        check between them is then not worth an exact evaluation: :func:`vramsym.engine.inverse._monotone`)."""
+        return isinstance(other, Screened) and self.float is not None and other.float is not None \
+            and abs(self.float - other.float) <= SCREEN_MARGIN * max(abs(self.float), abs(other.float), 1.0)
+
+    def __lt__(self, other):
+        a, b = self._decide(other)
+        return a < b
+
+    def __le__(self, other):
+        a, b = self._decide(other)
+        return a <= b
+
+    def __gt__(self, other):
+        a, b = self._decide(other)
+        return a > b
+
+    def __ge__(self, other):
+        a, b = self._decide(other)
+        return a >= b
+
+    def __eq__(self, other):
+        a, b = self._decide(other)
+        return a == b
+
+    __hash__ = None
+
+
 class BoundRegime:
     """A compiled regime bound to one model (what :func:`compile` gives).
 
@@ -317,6 +384,34 @@ class BoundRegime:
         return (f"WARNING: weights mismatch: the headers give {filed:,} B, the formulas count {counted:,} B "
                 f"({how}): {diff:+,} B ({diff / counted * 100 if counted else float('inf'):+.2f}%); "
                 f"the estimate uses the headers")
+
+    _float_total = None
+
+    def screen_total(self, inputs) -> Screened:
+        """The total for these inputs, bound and checked as :meth:`evaluate` does (the same errors), as
+        a :class:`Screened` value: the compiled code run once over floats, exact only where a
+        comparison needs it (``solve min_gpus`` compares many layouts with the capacity)."""
+        values, prov, _ = self._bind(dict(inputs))
+        regime = self.regime
+
+        def exact():
+            total = regime.total(values)
+            if total < 0:
+                self._estimate(values, prov)         # the sentence a negative total gets
+            return total
+        if self._float_total is None:
+            ns: dict = {}
+            exec(regime.code_object, ns)             # vramsym's own generated module, as CompiledRegime runs it
+            # its exact constants Fraction(p, q) and quotients as floats: no Fraction is made
+            ns["_q"], ns["_exact"], ns["Fraction"] = _float_q, (lambda v: v), _float_q
+            self._float_total = ns[regime.data["total"]]
+        try:
+            value = float(self._float_total(*[float(values[a]) for a in regime.args]))
+        except (TypeError, ValueError, ZeroDivisionError, OverflowError):
+            value = None
+        if value is not None and value < 0:
+            exact()
+        return Screened(value, exact)
 
     def evaluate(self, inputs=None, **kw) -> Estimate:
         """The estimate for these inputs (command-line names such as ``batch`` or symbol names)."""
