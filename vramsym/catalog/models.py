@@ -335,14 +335,14 @@ def unmodelled(model: ModelSpec, components, values=None, options=None, regime=N
     return _option_gap(data.get("options"), options, regime, cfg, mixers=mixers)
 
 
-def _option_gap(rules, options, regime, cfg=None, **names) -> str | None:
+def _option_gap(rules, options, regime, cfg, **names) -> str | None:
     """The sentence of the first rule {option, choices, regimes, what} whose option is set to one of
     its choices in one of its regimes, and whose condition (the layer rules' ``if_equal``, ... on
     the config and its derived counts, ``cfg``) holds where it has one ('{choice}' and ``names``
     filled in), or None."""
     for rule in rules or []:
         if options and regime in rule.get("regimes", ()) and options.get(rule.get("option")) in rule.get("choices", ()) \
-                and (cfg is None or _applies(rule, cfg)):
+                and _applies(rule, cfg):
             return rule["what"].format(choice=options[rule["option"]], **names)
     return None
 

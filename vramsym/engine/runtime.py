@@ -208,10 +208,15 @@ class Screened:
             self._value = self._exact()
         return self._value
 
+    @staticmethod
+    def _apart(a, b) -> bool:
+        """Whether two floats (None: unknown) differ by more than :data:`SCREEN_MARGIN`, relative."""
+        return a is not None and b is not None and abs(a - b) > SCREEN_MARGIN * max(abs(a), abs(b), 1.0)
+
     def _decide(self, other):
         """(a, b) to compare: floats when they are far apart, else the exact values."""
         o = other.float if isinstance(other, Screened) else float(other)
-        if self.float is not None and o is not None and abs(self.float - o) > SCREEN_MARGIN * max(abs(self.float), abs(o), 1.0):
+        if self._apart(self.float, o):
             return self.float, o
         return self.exact(), other.exact() if isinstance(other, Screened) else other
 
@@ -219,7 +224,7 @@ class Screened:
         """Whether the two floats lie within :data:`SCREEN_MARGIN` of each other (a monotonicity
         check between them is then not worth an exact evaluation: :func:`vramsym.engine.inverse._monotone`)."""
         return isinstance(other, Screened) and self.float is not None and other.float is not None \
-            and abs(self.float - other.float) <= SCREEN_MARGIN * max(abs(self.float), abs(other.float), 1.0)
+            and not self._apart(self.float, other.float)
 
     def __lt__(self, other):
         a, b = self._decide(other)
