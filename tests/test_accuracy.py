@@ -11,6 +11,7 @@ pytest.importorskip("transformers")
 
 from vramsym.measure.compare import compare  # noqa: E402
 from vramsym.catalog.models import _spec  # noqa: E402
+import vramsym  # noqa: E402
 
 TINY = {
     "llama": {"model_type": "llama", "hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 2,
@@ -1006,6 +1007,46 @@ def test_llama4_prefill_sends_every_token_through_every_expert(model, batch, seq
     rows = {r["component"]: r for r in res["rows"]}
     assert rows["kv_cache"]["relative_error"] == 0, rows["kv_cache"]
     assert abs(rows["total (peak)"]["relative_error"]) <= 0.001, res["rows"]
+
+
+LLAMA4_TRAIN = {**LLAMA4_SMALL, "hidden_size": 192, "intermediate_size": 80, "intermediate_size_mlp": 160, "head_dim": 48,
+                "num_attention_heads": 4, "num_hidden_layers": 5, "num_local_experts": 3, "interleave_moe_layer_step": 1,
+                "attention_chunk_size": 48}
+
+
+@pytest.mark.parametrize("model,regime,options,batch,seq", [
+    ("train", "lora", {"precision": "bf16", "lora_targets": "qv"}, 2, 100),           # s beyond the chunk: masked layers
+    ("train", "lora", {"precision": "fp32", "lora_targets": "qv"}, 2, 100),
+    ("train", "lora", {"precision": "mixed_bf16", "lora_targets": "qv"}, 2, 100),     # the experts' bmm is cast
+    ("train", "lora", {"precision": "bf16", "lora_targets": "attention"}, 1, 40),
+    ("train", "train", {"precision": "mixed_bf16"}, 2, 100),                          # trainable experts
+    ("small", "lora", {"precision": "bf16", "lora_targets": "qv", "checkpointing": "full"}, 2, 300),
+    ("small", "train", {"precision": "bf16", "use_qk_norm": False}, 1, 200),          # dense layers between, no L2 norm
+    ("llama-4-scout", "lora", {"precision": "bf16", "lora_targets": "qv"}, 1, 512)])
+def test_llama4_training_activations_are_exact(model, regime, options, batch, seq):
+    """Issue 21: Llama 4's training regimes were refused (its MoE sends every token through every
+    expert, and its attention has a weightless fp32 L2 norm on q and k, a complex rotary table and a
+    query temperature on its NoPE layers). Each is derived from live-tensor traces of tiny training
+    steps: the repeat of the input for all E experts, the gate_up output, the activation, the router's
+    sigmoid and top-k, the 16-bit expert copies under autocast, the L2 norm's fp32 input and rsqrt per
+    head on the RoPE layers only, the complex64 table, s x 4 bytes per NoPE layer. Before: refused
+    (the Llama-style terms 34% short). The activations are exact to the loss scalar, at full size too."""
+    options = dict(options)
+    cfg = dict(LLAMA4_TRAIN if model == "train" else LLAMA4_SMALL)
+    if "use_qk_norm" in options:
+        cfg["use_qk_norm"] = options.pop("use_qk_norm")
+    spec = model if model == "llama-4-scout" else _spec(cfg, f"llama4-{model}", "tests/test_accuracy.py")
+    res = compare(spec, regime, options, {"batch": batch, "seq": seq}, fake=True)
+    rows = {r["component"]: r for r in res["rows"]}
+    assert abs(rows["activations"]["measured_bytes"] - rows["activations"]["predicted_bytes"]) <= 16, res["rows"]
+    assert abs(rows["total (peak)"]["relative_error"]) <= 0.001, res["rows"]
+
+
+def test_llama4_lora_on_all_linear_is_refused_with_peft_s_reason():
+    """peft's all-linear wraps Llama4Router (an nn.Linear whose forward returns a tuple), and the LoRA
+    layer's forward fails on it: the job itself stops, so vramsym says why instead of a number."""
+    with pytest.raises(vramsym.InputError, match="Llama4Router"):
+        vramsym.estimate("llama-4-scout", "lora", {"lora_targets": "all_linear"}, {"batch": 1, "seq": 512})
 
 
 TINY_QWEN3_SMALL_VOCAB = {"model_type": "qwen3", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 8,

@@ -596,7 +596,7 @@ def _count(lo: int, hi: int, step: int, offset: int = 0) -> int:
 
 
 # keys of an architectures.json entry that name layer rules (not merged into the config)
-RULE_KEYS = ("moe_rule", "moe_rule_first", "sliding_rule", "sliding_rule_first",
+RULE_KEYS = ("moe_rule", "moe_rule_first", "sliding_rule", "sliding_rule_first", "rope_rule",
              "attn_rule", "ssm_rule", "gdn_rule", "ffn_rule", "rules_only")
 
 
@@ -794,6 +794,10 @@ def _derived(cfg: dict, arch: dict | None = None) -> dict:
         before = _prefix_count(cfg, L - n, sliding)
         out["arch_kv_shared_sliding"] = max(0, out["arch_sliding_layers"] - before)
     out["arch_kv_window"] = "sliding" if out["arch_sliding_layers"] else "full"
+    if own.get("rope_rule"):          # layers with rotary positions, where some have none (Llama 4's NoPE layers)
+        rope = _rules(arch, mt, "rope")
+        out["arch_rope_layers"] = _layers_by_rule(cfg, L, rope)
+        out["arch_rope_first"] = _prefix_count(cfg, 1, rope)
     # mixers of a hybrid: layers with attention (a KV cache), with a Mamba SSM, with Gated DeltaNet;
     # layers with a feed-forward block (MLP or MoE). A model_type without these rules: every layer
     # attends and has a feed-forward block.
