@@ -1049,6 +1049,15 @@ def test_llama4_lora_on_all_linear_is_refused_with_peft_s_reason():
         vramsym.estimate("llama-4-scout", "lora", {"lora_targets": "all_linear"}, {"batch": 1, "seq": 512})
 
 
+@pytest.mark.parametrize("regime,options", [("qlora", {"lora_targets": "qv"}), ("inference", {"quant": "nf4"}),
+                                            ("inference", {"quant": "int8"})])
+def test_llama4_linear_quantizers_are_refused_since_its_experts_are_not_linear(regime, options):
+    """bitsandbytes (and GPTQ, AWQ) replace nn.Linear layers; Llama 4's routed experts are 3-D
+    parameters that stay in 16 bits, so a 4-bit or 8-bit base would be counted about 4x too small."""
+    with pytest.raises(vramsym.InputError, match="3-D parameters"):
+        vramsym.estimate("llama-4-scout", regime, options, {"batch": 1, "seq": 512})
+
+
 TINY_QWEN3_SMALL_VOCAB = {"model_type": "qwen3", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 8,
                           "vocab_size": 256, "intermediate_size": 520, "max_position_embeddings": 4096,
                           "tie_word_embeddings": False, "pad_token_id": 0, "num_key_value_heads": 2, "head_dim": 32}

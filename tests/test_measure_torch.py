@@ -164,3 +164,18 @@ def test_module_import_is_lazy():
             "assert 'torch' not in sys.modules, 'torch imported eagerly'")
     root = pathlib.Path(__file__).resolve().parents[1]
     subprocess.run([sys.executable, "-c", code], check=True, cwd=root)
+
+
+def test_a_pad_token_outside_the_vocabulary_is_a_sentence_not_an_internal_error(tmp_path, capsys):
+    """A config.json whose pad_token_id is not below vocab_size (a tiny config cut from a real one)
+    cannot be built by transformers (nn.Embedding's padding_idx assertion); `vramsym measure` said
+    'internal error' with an AssertionError, and now names the field and the fix, exit 1."""
+    from vramsym.cli import main
+    cfg = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 1,
+           "num_attention_heads": 2, "num_key_value_heads": 1, "vocab_size": 100, "pad_token_id": 200018,
+           "max_position_embeddings": 256}
+    p = tmp_path / "config.json"
+    p.write_text(__import__("json").dumps(cfg))
+    assert main(["measure", "--model", str(p), "--batch", "1", "--seq", "8"]) == 1
+    err = capsys.readouterr().err
+    assert "pad_token_id 200018" in err and "vocab_size 100" in err and "internal error" not in err

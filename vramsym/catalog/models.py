@@ -686,14 +686,14 @@ def _rule_every_nth_global(cfg, L, r):
     """Every period-th layer (1-based) is global, the others slide (the period from a config field, or fixed)."""
     d = r["default_period"]
     period = _int(cfg.get(r["period_from"]), d) or d if "period_from" in r else d
-    return L - L // period
+    return L - L // abs(period)     # (i + 1) % p == 0 picks the same layers for p and -p (the config classes' test)
 
 
 def _rule_every_nth(cfg, L, r):
     """Every period-th layer (1-based): floor(L / period) (Qwen3-Next's full_attention_interval)."""
     d = r["default_period"]
     period = _int(cfg.get(r["period_from"]), d) or d
-    return L // period
+    return L // abs(period)
 
 
 def _rule_after_max_window_layers(cfg, L, r):

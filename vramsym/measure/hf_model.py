@@ -17,6 +17,8 @@ import transformers
 from torch import nn
 from torch._guards import active_fake_mode
 
+from ..errors import InputError
+
 try:            # parts of transformers only some versions have
     import transformers.masking_utils as masking_utils
 except ImportError:  # pragma: no cover
@@ -57,6 +59,12 @@ def _build_hf_config(config: dict, training: bool = False):
     for k in ("torch_dtype", "dtype", "architectures", "transformers_version"):
         cfg.pop(k, None)
     hf_cfg = transformers.AutoConfig.for_model(model_type, **cfg)
+    pad, vocab = getattr(hf_cfg, "pad_token_id", None), getattr(hf_cfg, "vocab_size", None)
+    if isinstance(pad, int) and isinstance(vocab, int) and not 0 <= pad < vocab:
+        # nn.Embedding(vocab_size, hidden_size, padding_idx) asserts, so the model cannot be built
+        raise InputError(f"pad_token_id {pad} is outside the vocabulary (vocab_size {vocab}): transformers "
+                         f"cannot build the model's embedding (nn.Embedding's padding_idx must be below "
+                         f"vocab_size); set pad_token_id to null or to a token id below {vocab}")
     if training:
         hf_cfg.use_cache = False
     return hf_cfg
