@@ -234,9 +234,14 @@ def _warn_unused(r, args, interface, also_read=()) -> None:
     """A flag the chosen regime does not read changes nothing: say so (on stderr). ``also_read``:
     inputs the command reads beside the regime (the layout search's GPUs per node)."""
     inputs, flag_of = _given_inputs(args, interface)
-    for k in r.unused_inputs(inputs):
-        if k in also_read:
-            continue
+    unused = [k for k in r.unused_inputs(inputs) if k not in also_read]
+    cfg = getattr(getattr(r, "model", None), "config", None) or {}
+    if cfg.get("arch_ffn") == "dense":
+        # a model without experts: the expert-parallel degree reaches only terms its MoE flags zero
+        # (formulas that read n_ep inside a moe_all factor), so it changes nothing either
+        unused += [k for k in inputs if r.regime.symbol(k) is not None and r.regime.symbol(k) == "n_ep"
+                   and k not in unused]
+    for k in unused:
         flag = flag_of.get(k, k)
         print(f"vramsym: warning: {flag} is ignored: regime {r.regime.regime} with these options does not "
               f"use {k}", file=sys.stderr)
