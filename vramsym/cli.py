@@ -239,8 +239,7 @@ def _warn_unused(r, args, interface, also_read=()) -> None:
     if cfg.get("arch_ffn") == "dense":
         # a model without experts: the expert-parallel degree reaches only terms its MoE flags zero
         # (formulas that read n_ep inside a moe_all factor), so it changes nothing either
-        unused += [k for k in inputs if r.regime.symbol(k) is not None and r.regime.symbol(k) == "n_ep"
-                   and k not in unused]
+        unused += [k for k in inputs if r.regime.symbol(k) == "n_ep" and k not in unused]
     for k in unused:
         flag = flag_of.get(k, k)
         print(f"vramsym: warning: {flag} is ignored: regime {r.regime.regime} with these options does not "
