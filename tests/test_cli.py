@@ -335,10 +335,10 @@ def test_estimate_with_a_gpu_answers_first(capsys, batch, verdict):
 
 
 def test_fit_table_prints_each_refusal_once(capsys):
-    """fit over a model whose training terms refuse it (Falcon-H1: attention and a Mamba2 mixer side by side;
-    Gemma 4, Mamba2 and then Jamba were the example before their training was read): each row says
+    """fit over a model whose training terms refuse it (Gemma 3n: AltUp's copies of the hidden state; Gemma 4,
+    Mamba2, Jamba and then Falcon-H1 were the example before their training was read): each row says
     refused [n] and every distinct sentence is printed once under the table, not once a row."""
-    code, out, _ = run(capsys, "fit", "--model", "falcon-h1-7b", "--gpu", "rtx-4090", "--seq", "1024")
+    code, out, _ = run(capsys, "fit", "--model", "gemma-3n-e2b", "--gpu", "rtx-4090", "--seq", "1024")
     assert code == 0
     rows = [line for line in out.splitlines() if line.startswith("  train ")]
     assert rows and all(line.rstrip().endswith("refused [1]") for line in rows), out

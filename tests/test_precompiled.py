@@ -137,16 +137,16 @@ def test_a_combination_shipped_as_refused_is_refused_without_compiling_it(tmp_pa
     from vramsym.lang.library import load_or_raise
     from vramsym.catalog.paths import formulas_path
     vocabulary = Vocabulary.of()
-    m = load_model("falcon-h1-7b")
+    m = load_model("gemma-3n-e2b")
     terms = vocabulary.refused_terms("train", {}, m.config)
-    assert terms, "falcon-h1-7b's training is shipped as refused"
+    assert terms, "gemma-3n-e2b's training is shipped as refused"
     lib = load_or_raise([Path(formulas_path())])
     assert list(terms) == [getattr(c, "name", c) for c in
                            compose(lib, "train", vocabulary.resolve("train", {}, m.config)).components], REGENERATE
     env = dict(os.environ, VRAMSYM_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("VRAMSYM_NO_CACHE", None)
     code = ("import sys, vramsym\n"
-            "try:\n    vramsym.compile(vramsym.load_model('falcon-h1-7b'), 'train')\n"
+            "try:\n    vramsym.compile(vramsym.load_model('gemma-3n-e2b'), 'train')\n"
             "except vramsym.InputError as e:\n    print(e)\n"
             "print('sympy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, env=env)

@@ -102,7 +102,7 @@ def _write(tmp_path, mt, **over):
     ("qwen3_next", "freeze", "freeze tuning of its Gated DeltaNet layers"),
     ("granitemoehybrid", "qlora", "QLoRA of its Mamba2 layers"),
     ("nemotron_h", "freeze", "freeze tuning of its Mamba2 layers"),
-    ("falcon_h1", "train", "attention and a Mamba2 mixer side by side"),
+    ("falcon_h1", "adapters", "bottleneck adapters in its Mamba2 layers"),
     ("jamba", "vllm", "vLLM's state of its Mamba layers"),
     ("jamba", "freeze", "freeze tuning of its Mamba layers"),
 ])
@@ -204,6 +204,7 @@ def test_mamba_time_step_rank_auto_is_ceil_h_over_16(extra):
     # peft itself refuses these jobs (peft/tuners/tuners_utils.py _check_lora_target_modules_mamba; a pure
     # Mamba2 has no q_proj / v_proj): refused with the reason, where full training is modelled
     ("nemotron_h", "all_linear", "peft refuses LoRA on out_proj and conv1d"),
+    ("falcon_h1", "all_linear", "peft refuses LoRA on out_proj and conv1d"),
     ("mamba2", "all_linear", "peft refuses LoRA on out_proj and conv1d"),
     ("mamba2", "qv", "it has no attention layers"),
 ])
@@ -231,6 +232,7 @@ def _against_a_measurement(tmp_path, mt, over, regime, opts, s, act_tol, peak_to
         assert rows["gradients"]["predicted_bytes"] == rows["gradients"]["measured_bytes"], r["rows"]
 
 
+FALCON_H1_SMALL = dict(TINY["falcon_h1"], mamba_chunk_size=16, mamba_rms_norm=False)
 MAMBA2_SMALL = dict(hidden_size=32, vocab_size=16, num_hidden_layers=3, state_size=16, conv_kernel=4, expand=2,
                     num_heads=8, head_dim=8, n_groups=1, use_bias=False, chunk_size=32, tie_word_embeddings=True)
 
@@ -254,6 +256,24 @@ MAMBA2_SMALL = dict(hidden_size=32, vocab_size=16, num_hidden_layers=3, state_si
     ("nemotron_h", {}, "lora", {"precision": "bf16", "lora_targets": "qv"}, 37, 10, 10),
     ("bamba", {}, "lora", {"precision": "bf16", "lora_targets": "all_linear"}, 37, 5, 10),
     ("granitemoehybrid", {}, "lora", {"precision": "bf16", "lora_targets": "all_linear"}, 37, 5, 10),
+    # Falcon-H1 (refused before): attention beside the Mamba2 mixer on one input norm (act_shared_norm), each
+    # branch saving its own scaled copy of the norm's output; without mamba_rms_norm the gate is a plain
+    # product (ssm2_gated_norm_saved); under autocast the mup_vector product is fp32 (ssm2_proj_bytes); the
+    # top layer's attention runs after its mixer (L_attn_from_rec) and its backward first
+    ("falcon_h1", FALCON_H1_SMALL, "train", {"precision": "bf16"}, 37, 1, 6),
+    ("falcon_h1", dict(FALCON_H1_SMALL, mamba_rms_norm=True), "train", {"precision": "fp32"}, 37, 1, 3),
+    ("falcon_h1", FALCON_H1_SMALL, "train", {"precision": "mixed_bf16"}, 37, 1, 3),
+    ("falcon_h1", dict(FALCON_H1_SMALL, mamba_rms_norm=True), "train", {"precision": "mixed_bf16"}, 37, 1, 3),
+    # full checkpointing: the rerun layer holds both mixers (act_layer_max_hybrid), and the gradients of the
+    # layers above their Mamba2 mixers' (P_mixer_rank)
+    ("falcon_h1", FALCON_H1_SMALL, "train", {"precision": "bf16", "checkpointing": "full"}, 37, 1, 5),
+    # LoRA on attention: the first layer's mixer runs before its attention, without autograd (L_ssm_up);
+    # peft refuses out_proj, so all-linear is refused
+    ("falcon_h1", FALCON_H1_SMALL, "lora", {"precision": "bf16", "lora_targets": "qv"}, 37, 1, 10),
+    ("falcon_h1", dict(FALCON_H1_SMALL, mamba_rms_norm=True), "lora", {"precision": "fp32", "lora_targets": "attention"}, 37, 1, 10),
+    # (the activations at the end of forward: one h-wide 16-bit tensor per token more than the layer inputs
+    # counted, 9,472 B of 98,280 here, not traced)
+    ("falcon_h1", FALCON_H1_SMALL, "lora", {"precision": "bf16", "lora_targets": "qv", "checkpointing": "full"}, 37, 100, 15),
 ])
 def test_mamba2_training_against_a_measurement(tmp_path, mt, over, regime, opts, s, act_tol, peak_tol):
     """Mamba2 layers in training (before: refused). Tolerances in thousandths, of the activations saved at

@@ -823,7 +823,9 @@ def _derived(cfg: dict, arch: dict | None = None) -> dict:
     attn = _rules(arch, mt, "attn")
     first = _first_prefix_reaching(L, 1, lambda n: _prefix_count(cfg, n, attn)) - 1 if _prefix_count(cfg, L, attn) else L
     for kind in MIXER_KINDS:
-        out[f"arch_{kind}_layers_up"] = out[f"arch_{kind}_layers"] - _prefix_count(cfg, first, _rules(arch, mt, kind))
+        # a mixer that runs before the attention beside it (Falcon-H1) reads no gradient in that layer either
+        below = first + 1 if kind == "ssm" and own.get("arch_ssm_beside_attn") and first < L else first
+        out[f"arch_{kind}_layers_up"] = out[f"arch_{kind}_layers"] - _prefix_count(cfg, below, _rules(arch, mt, kind))
     out["arch_layers_up"] = L - first
     out["arch_moe_layers_up"] = moe_layers - (_prefix_count(cfg, first, _rules(arch, mt, "moe")) if experts else 0)
     if moe_layers:
