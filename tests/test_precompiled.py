@@ -137,31 +137,31 @@ def test_a_combination_shipped_as_refused_is_refused_without_compiling_it(tmp_pa
     from vramsym.lang.library import load_or_raise
     from vramsym.catalog.paths import formulas_path
     vocabulary = Vocabulary.of()
-    m = load_model("gemma-3n-e2b")
-    terms = vocabulary.refused_terms("train", {}, m.config)
-    assert terms, "gemma-3n-e2b's training is shipped as refused"
+    m = load_model("falcon-h1-7b")      # vLLM does not model its Mamba2 state (its training answers since)
+    terms = vocabulary.refused_terms("vllm", {}, m.config)
+    assert terms, "falcon-h1-7b's vLLM regime is shipped as refused"
     lib = load_or_raise([Path(formulas_path())])
     assert list(terms) == [getattr(c, "name", c) for c in
-                           compose(lib, "train", vocabulary.resolve("train", {}, m.config)).components], REGENERATE
+                           compose(lib, "vllm", vocabulary.resolve("vllm", {}, m.config)).components], REGENERATE
     env = dict(os.environ, VRAMSYM_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("VRAMSYM_NO_CACHE", None)
     code = ("import sys, vramsym\n"
-            "try:\n    vramsym.compile(vramsym.load_model('gemma-3n-e2b'), 'train')\n"
+            "try:\n    vramsym.compile(vramsym.load_model('falcon-h1-7b'), 'vllm')\n"
             "except vramsym.InputError as e:\n    print(e)\n"
             "print('sympy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, env=env)
     refusal, with_sympy = out.stdout.strip().rsplit("\n", 1)
-    assert with_sympy == "False" and "regime 'train' does not model" in refusal, out.stdout
+    assert with_sympy == "False" and "regime 'vllm' does not model" in refusal, out.stdout
     compiled = vramsym_compiled_refusal(m)
     assert refusal == compiled
 
 
 def vramsym_compiled_refusal(m) -> str:
-    """The refusal of ``m``'s training as the compiled regime gives it (no shipped shortcut)."""
+    """The refusal of ``m``'s vLLM regime as the compiled regime gives it (no shipped shortcut)."""
     import vramsym
     from vramsym.engine.runtime import BoundRegime, Vocabulary
     vocabulary = Vocabulary.of()
-    bound = BoundRegime(vocabulary.compiled("train", {}, m.config), m, vocabulary.known_inputs())
+    bound = BoundRegime(vocabulary.compiled("vllm", {}, m.config), m, vocabulary.known_inputs())
     bound.regimes = vocabulary.interface.regimes
     with pytest.raises(vramsym.InputError) as e:
         bound.evaluate(batch=1, seq=128)
