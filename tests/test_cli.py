@@ -335,15 +335,18 @@ def test_estimate_with_a_gpu_answers_first(capsys, batch, verdict):
 
 
 def test_fit_table_prints_each_refusal_once(capsys):
-    """fit over a model whose training terms refuse it (Gemma 3n: AltUp's copies of the hidden state; Gemma 4,
-    Mamba2, Jamba and then Falcon-H1 were the example before their training was read): each row says
-    refused [n] and every distinct sentence is printed once under the table, not once a row."""
+    """fit over a model whose LoRA and QLoRA rows refuse it (Gemma 3n: all-linear adapters on AltUp's and
+    LAuReL's linears, and the 4-bit base; its training was the example before it was read, and Gemma 4,
+    Mamba2, Jamba and Falcon-H1 before that): each row says refused [n], the training rows answer, and
+    every distinct sentence is printed once under the table, not once a row."""
     code, out, _ = run(capsys, "fit", "--model", "gemma-3n-e2b", "--gpu", "rtx-4090", "--seq", "1024")
     assert code == 0
-    rows = [line for line in out.splitlines() if line.startswith("  train ")]
+    rows = [line for line in out.splitlines() if line.startswith("  lora ")]
     assert rows and all(line.rstrip().endswith("refused [1]") for line in rows), out
+    train = [line for line in out.splitlines() if line.startswith("  train ")]
+    assert train and not any("refused" in line for line in train), out
     notes = [line for line in out.splitlines() if line.startswith("  [")]
-    assert len(notes) == len(set(notes)) >= 2 and "regime 'train'" in notes[0], out
+    assert len(notes) == len(set(notes)) >= 2 and "regime 'lora'" in notes[0], out
 
 
 def test_a_manual_loop_over_a_config_that_keeps_its_cache_says_what_to_do(tmp_path):

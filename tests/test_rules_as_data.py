@@ -395,22 +395,23 @@ def test_min_gpus_searches_tp_up_to_the_node_it_is_given():
 
 # ---- a family's own unmodelled terms (architectures.json "unmodelled") ----
 
-def test_a_family_whose_activations_are_not_modelled_is_refused_not_guessed():
-    """Gemma 3n's AltUp copies of the hidden state, LAuReL block and activation-sparse MLPs are not in
-    the training activation terms: training and LoRA are refused naming the type, the regime and what
-    is missing; inference, the weights and the KV cache still answer, and --assume llama approximates
-    and says so. (Llama 4, the family this test held before, is modelled since: test_accuracy.py
-    test_llama4_training_activations_are_exact.)"""
+def test_a_family_whose_all_linear_lora_and_qlora_are_not_modelled_is_refused_not_guessed():
+    """Gemma 3n trains and fine-tunes its attention with LoRA (its AltUp streams, LAuReL block and
+    activation-sparse MLPs are in the training terms), but all-linear LoRA (adapters on AltUp's and
+    LAuReL's linears), QLoRA and freeze tuning are refused naming the type, the regime and what is
+    missing, and --assume llama approximates and says so. (Training was this test's refusal before.)"""
     import vramsym
     from vramsym.errors import NotModelled
+    assert vramsym.estimate("gemma-3n-e2b", "train", inputs={"batch": 1, "seq": 64}).total_bytes > 0
+    assert vramsym.estimate("gemma-3n-e2b", "lora", {"lora_targets": "qv"}, inputs={"batch": 1, "seq": 64}).total_bytes > 0
     with pytest.raises(NotModelled) as e:
-        vramsym.estimate("gemma-3n-e2b", "train", inputs={"batch": 1, "seq": 64})
-    assert "gemma3n_text" in str(e.value) and "'train'" in str(e.value) and "AltUp" in str(e.value)
-    with pytest.raises(NotModelled):
         vramsym.estimate("gemma-3n-e2b", "lora", inputs={"batch": 1, "seq": 64})
-    assert vramsym.estimate("gemma-3n-e2b", "inference", inputs={"batch": 1, "seq": 64}).total_bytes > 0
-    assert vramsym.estimate("gemma-3n-e2b", "inference_kv", inputs={"batch": 1, "seq": 64}).total_bytes > 0
-    approx = vramsym.estimate(M.load_model("gemma-3n-e2b", assume="llama"), "train", inputs={"batch": 1, "seq": 64})
+    assert "gemma3n_text" in str(e.value) and "all_linear" in str(e.value) and "AltUp" in str(e.value)
+    for regime in ("qlora", "freeze"):
+        with pytest.raises(NotModelled) as e:
+            vramsym.estimate("gemma-3n-e2b", regime, inputs={"batch": 1, "seq": 64})
+        assert f"'{regime}'" in str(e.value) and "AltUp" in str(e.value)
+    approx = vramsym.estimate(M.load_model("gemma-3n-e2b", assume="llama"), "qlora", inputs={"batch": 1, "seq": 64})
     assert approx.approximate and "AltUp" in approx.approximate
 
 

@@ -276,8 +276,9 @@ def unmodelled(model: ModelSpec, components, values=None, options=None, regime=N
     applies, or None. A family's own entry may name terms it is not modelled in too (its
     ``unmodelled``: term -> what is missing, or {a condition as the layer rules have (``if_equal``,
     ``if_set``, ...), ``what``: ...} for the configs it holds for only, and ``inputs``: symbol -> what a value above 1 needs, with
-    ``{value}``, and ``options``: rules {option, choices, regimes, what} for the choices the family's own
-    tools refuse in those regimes (``regime``: the regime's name)),
+    ``{value}``, ``options``: rules {option, choices, regimes, what} for the choices the family's own
+    tools refuse in those regimes (``regime``: the regime's name), and ``regimes``: regime -> what is
+    not derived for the family in it),
     checked first. With ``options`` (the regime's option choices) and ``values``, a
     layout that ``_checks.layout_unmodelled`` does not model for the model's structure
     (``--tp-style dtensor`` with a fused q/k/v projection) is refused too. For a hybrid,
@@ -291,6 +292,8 @@ def unmodelled(model: ModelSpec, components, values=None, options=None, regime=N
             return what
     own = (_architectures().get(cfg.get("model_type")) or {}).get("unmodelled") or {}
     what = _option_gap(own.get("options"), options, regime, cfg)     # a choice the family's own tools refuse
+    if what is None:
+        what = (own.get("regimes") or {}).get(regime)                  # a regime not derived for the family
     if what is not None:
         return what
     if not components and cfg.get("arch_layer_mix") != "hybrid" and "inputs" not in own:
@@ -596,7 +599,7 @@ def _count(lo: int, hi: int, step: int, offset: int = 0) -> int:
 
 
 # keys of an architectures.json entry that name layer rules (not merged into the config)
-RULE_KEYS = ("moe_rule", "moe_rule_first", "sliding_rule", "sliding_rule_first", "rope_rule",
+RULE_KEYS = ("moe_rule", "moe_rule_first", "sliding_rule", "sliding_rule_first", "rope_rule", "sparse_rule",
              "attn_rule", "ssm_rule", "gdn_rule", "ffn_rule", "rules_only")
 
 
@@ -745,12 +748,25 @@ def _rule_sparse_step(cfg, L, r):
     return _count(0, L, step, 1) - sum(1 for i in only if 0 <= i < L and (i + 1) % step == 0)
 
 
+def _rule_positive_entries(cfg, L, r):
+    """The entries of the config's per-layer list that are numbers above 0 (Gemma 3n's
+    activation_sparsity_pattern)."""
+    return sum(1 for v in (cfg.get(r["from"]) or [])[:L]
+               if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0)
+
+
+def _rule_first_n_over(cfg, L, r):
+    """The first ``n`` layers when there are more than ``n``, else none (Gemma 3n's default sparsity)."""
+    return r["n"] if L > r["n"] else 0
+
+
 LAYER_RULES = {
     "all": _rule_all, "none": _rule_none, "alternate": _rule_alternate,
     "every_nth_global": _rule_every_nth_global, "after_max_window_layers": _rule_after_max_window_layers,
     "layer_types": _rule_layer_types, "first_k_dense": _rule_first_k_dense, "sparse_step": _rule_sparse_step,
     "period_offset": _rule_period_offset, "index_list": _rule_index_list, "every_nth": _rule_every_nth,
-    "interval_range": _rule_interval_range,
+    "interval_range": _rule_interval_range, "positive_entries": _rule_positive_entries,
+    "first_n_over": _rule_first_n_over,
 }
 
 
@@ -794,6 +810,8 @@ def _derived(cfg: dict, arch: dict | None = None) -> dict:
         before = _prefix_count(cfg, L - n, sliding)
         out["arch_kv_shared_sliding"] = max(0, out["arch_sliding_layers"] - before)
     out["arch_kv_window"] = "sliding" if out["arch_sliding_layers"] else "full"
+    if own.get("sparse_rule"):        # layers with activation-sparse MLPs (Gemma 3n)
+        out["arch_sparse_layers"] = _layers_by_rule(cfg, L, _rules(arch, mt, "sparse"))
     if own.get("rope_rule"):          # layers with rotary positions, where some have none (Llama 4's NoPE layers)
         rope = _rules(arch, mt, "rope")
         out["arch_rope_layers"] = _layers_by_rule(cfg, L, rope)
