@@ -444,6 +444,18 @@ def _gemma3n(**fields):
     return M._spec({**cfg, **fields}, "tiny-gemma3n", "test")
 
 
+def test_gemma3n_sparse_layers_are_counted_from_the_pattern_or_the_class_default():
+    """Gemma 3n's activation-sparse MLPs (L_sparse): the entries of activation_sparsity_pattern above 0, or,
+    without the list, the config class's default of the first 10 layers when there are more than 10
+    (configuration_gemma3n.py __post_init__); non-numbers count as none."""
+    assert _gemma3n(activation_sparsity_pattern=[0.95, 0.0, 0.5, 0.0, 0.0]).config["arch_sparse_layers"] == 2
+    assert _gemma3n(activation_sparsity_pattern=[None, "x", True, 0.0, 0.9]).config["arch_sparse_layers"] == 1
+    assert _gemma3n().config["arch_sparse_layers"] == 0                          # 5 layers: no default sparsity
+    assert _gemma3n(num_hidden_layers=12).config["arch_sparse_layers"] == 10
+    import vramsym
+    assert vramsym.load_model("gemma-3n-e2b").config["arch_sparse_layers"] == 10   # its published pattern
+
+
 def test_gemma3n_per_layer_widths_are_read_when_equal_and_refused_when_they_differ():
     """Gemma 3n's intermediate_size is one width per layer (configuration_gemma3n.py); the published
     checkpoints give every layer the same one, which the formulas read; different widths are a structure
