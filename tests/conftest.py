@@ -28,3 +28,26 @@ def model():
     def get(name):
         return vramsym.load_model(name)
     return get
+
+
+# The long cases (tests/slow_cases.txt: full-size FakeTensorMode measurements and the longest property
+# tests, each over 15 s on a 2-core machine, measured with --durations) carry the mark `slow`. The
+# default run (the README's test command, CI) leaves them out (addopts: -m "not slow") so that it stays
+# well inside CI's 90 minutes; `python -m pytest -m slow` runs them, `-m ""` runs everything.
+_SLOW_LIST = os.path.join(os.path.dirname(__file__), "slow_cases.txt")
+
+
+def _slow_cases() -> set:
+    with open(_SLOW_LIST, encoding="utf-8") as f:
+        return {line.split("#", 1)[0].strip() for line in f} - {""}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: a case over 15 s (tests/slow_cases.txt); run with -m slow")
+
+
+def pytest_collection_modifyitems(config, items):
+    slow = _slow_cases()
+    for item in items:
+        if item.nodeid in slow:
+            item.add_marker(pytest.mark.slow)
