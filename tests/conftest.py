@@ -30,7 +30,7 @@ def model():
     return get
 
 
-# The long cases (tests/slow_cases.txt: full-size FakeTensorMode measurements and the longest property
+# The long cases (tests/slow_cases.txt: full-size FakeTensorMode measurements, the longest export, fuzz and CLI
 # tests, each over 15 s on a 2-core machine, measured with --durations) carry the mark `slow`. The
 # default run (the README's test command, CI) leaves them out (addopts: -m "not slow") so that it stays
 # well inside CI's 90 minutes; `python -m pytest -m slow` runs them, `-m ""` runs everything.
