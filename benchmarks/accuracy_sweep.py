@@ -39,7 +39,7 @@ sys.path.insert(0, ROOT)
 
 import vramsym  # noqa: E402
 from vramsym.catalog.models import _spec  # noqa: E402
-from vramsym.measure.compare import MEASURED_AS, compare  # noqa: E402
+from vramsym.measure.compare import MEASURED_AS, _tensors, compare  # noqa: E402
 
 #: catalog models measured at full size (dense families the harness runs under FakeTensorMode)
 FULL_SIZE = ["gpt2", "gpt2-xl", "llama-3.2-1b", "llama-3.2-3b", "llama-3.1-8b", "qwen2.5-0.5b", "qwen2.5-7b",
@@ -457,7 +457,8 @@ def repredict(rows, lib) -> int:
         case = {"model": {"catalog": r["model"]} if r["model"] != "synthetic" else {"config": r["config"]},
                 "family": r["family"]}
         try:
-            est = vramsym.compile(_model(case), r["regime"], dict(measured_options(r), overhead="none"),
+            # the shipped --overhead (no cold compile), less what it adds, as compare() predicts
+            est = vramsym.compile(_model(case), r["regime"], measured_options(r),
                                   library=lib).evaluate(dict(r["inputs"], batch=r["batch"], seq=r["seq"]))
         except vramsym.InputError as e:       # a family the formulas now refuse for this regime
             r.update(unsupported=str(e))
@@ -465,10 +466,11 @@ def repredict(rows, lib) -> int:
                 r.pop(k, None)
             changed += 1
             continue
-        if est.total_bytes != r["predicted"]:
+        tensors = _tensors(est)
+        if tensors != r["predicted"]:
             changed += 1
-        r["predicted"] = est.total_bytes
-        r["rel"] = (est.total_bytes - r["measured"]) / r["measured"]
+        r["predicted"] = tensors
+        r["rel"] = (tensors - r["measured"]) / r["measured"]
         r["predicted_phase"] = est.peak_phase.name if est.peak_phase is not None else None
     return changed
 
@@ -528,7 +530,7 @@ def summary_lines(rows, seed, k, small, multi, families=(), target="docs/accurac
              + (f" --families {','.join(families)}" if families else "")
              + (f" --catalog {','.join(catalog)}" if catalog else "") + f" --out FILE --write {target}` "
              "(do not edit by hand). Each case was drawn at random (see the script's docstring); the "
-             "prediction is vramsym's tensors-only total (`--overhead none`), the measurement PyTorch's "
+             "prediction is vramsym's tensors-only total (its estimate less the CUDA context and the allocator's reserve), the measurement PyTorch's "
              "peak under FakeTensorMode (`vramsym measure`), one rank under the fake process group for "
              "multi-GPU cases (every case trains as Trainer does, without a KV cache; the multi-GPU cases were measured "
              "again on 2026-12-05 after the multi-GPU harness was made to, `--remeasure multi`); the predictions are derived again from today's formulas each time the report is "

@@ -122,9 +122,17 @@ def _cuda_kernel_patches():
       of 8 when a stride is not one (preprocess_mask / pad_bias<8>: a second, padded copy, and the
       unpadded one is freed), and its backward keeps the padded copy; the CPU flash kernel takes
       the mask as it is.  We do the conversion and the padding here, as CUDA does.
+    * ``F.grouped_mm`` (transformers 5.x runs every routed expert through it) in fp32 or fp16:
+      CUDA runs it eagerly through ATen's loop of matmuls into one (S, out) output (pytorch
+      PR #162059), saving both operands for backward, but the meta kernel that FakeTensorMode
+      uses accepts bf16 only.  We route those dtypes through transformers' own
+      ``transformers::grouped_mm_fallback`` operator: the same output, the same two saved operands,
+      the same two gradients (integrations/moe.py), and a fake kernel, so a full-size MoE model in
+      fp32 traces without real weights.
     """
 
     orig_dropout, orig_sdpa = F.dropout, F.scaled_dot_product_attention
+    orig_grouped = getattr(F, "grouped_mm", None)
 
     def dropout(input, p=0.5, training=True, inplace=False):
         if not training or p == 0.0:
@@ -154,11 +162,22 @@ def _cuda_kernel_patches():
             kwargs["attn_mask"] = cuda_mask(kwargs["attn_mask"], args[0] if args else kwargs["query"])
         return orig_sdpa(*args, **kwargs)
 
+    def grouped_mm(mat_a, mat_b, *, offs=None, bias=None, out_dtype=None):
+        if (mat_a.dtype != torch.bfloat16 and mat_a.dim() == 2 and mat_b.dim() == 3
+                and offs is not None and bias is None and out_dtype in (None, mat_a.dtype)
+                and hasattr(torch.ops.transformers, "grouped_mm_fallback")):
+            return torch.ops.transformers.grouped_mm_fallback(mat_a, mat_b, offs)
+        return orig_grouped(mat_a, mat_b, offs=offs, bias=bias, out_dtype=out_dtype)
+
     F.dropout, F.scaled_dot_product_attention = dropout, sdpa
+    if orig_grouped is not None:
+        F.grouped_mm = grouped_mm
     try:
         yield
     finally:
         F.dropout, F.scaled_dot_product_attention = orig_dropout, orig_sdpa
+        if orig_grouped is not None:
+            F.grouped_mm = orig_grouped
 
 
 def _cache_kwarg(model) -> str:

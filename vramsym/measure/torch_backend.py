@@ -160,7 +160,7 @@ def measure(config: dict, *, mode: str,
                 f"{why}; a real CPU run would need {nbytes / 2**30:.1f} GiB of weights, over the "
                 f"{_MOE_REAL_LIMIT_BYTES / 2**30:.0f} GiB limit: measure a smaller config of the same family"
                 + ("" if quant is not None else
-                   " (MoE routing is data-dependent unless the experts run as grouped_mm in bf16)"))
+                   " (MoE routing is data-dependent unless the experts run as grouped_mm)"))
 
     if quant is not None:
         bnb = _bitsandbytes()
@@ -170,9 +170,10 @@ def measure(config: dict, *, mode: str,
         fake = False
         result = run(False)
     elif fake and moe:
-        # transformers 5.x runs experts with torch._grouped_mm (static shapes): that traces under
-        # FakeTensorMode in bf16.  Older "eager" expert loops (and grouped_mm in fp32/fp16, whose
-        # meta kernel wants bf16) fail; fall back to a real, small run then.
+        # transformers 5.x runs experts with grouped_mm (static shapes): that traces under
+        # FakeTensorMode (in fp32 / fp16 through transformers' fallback operator, as CUDA's ATen
+        # fallback runs it: hf_model._cuda_kernel_patches).  Older "eager" expert loops read the
+        # routing's values and fail; fall back to a real, small run then.
         try:
             result = run(True)
         except Exception as exc:  # noqa: BLE001 - any tracing failure means: try for real
