@@ -182,3 +182,22 @@ def test_a_pad_token_outside_the_vocabulary_is_a_sentence_not_an_internal_error(
     assert main(["measure", "--model", str(p), "--batch", "1", "--seq", "8"]) == 1
     err = capsys.readouterr().err
     assert "pad_token_id 200018" in err and "vocab_size 100" in err and "internal error" not in err
+
+
+def test_a_type_that_ships_another_familys_modeling_file_is_built_as_that_family():
+    """Kimi K2's config.json says model_type kimi_k2 (unknown to transformers) and ships DeepSeek-V3's
+    modeling file (auto_map); formulas/architectures.json reads it `like` deepseek_v3, and the
+    measurement builds it as one."""
+    from vramsym.measure.hf_model import _build_hf_config
+    import transformers
+    small = dict(model_type="kimi_k2", hidden_size=64, intermediate_size=96, moe_intermediate_size=32,
+                 num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4, vocab_size=128,
+                 n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1, first_k_dense_replace=1,
+                 q_lora_rank=32, kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=8,
+                 n_group=1, topk_group=1)
+    assert "kimi_k2" not in transformers.CONFIG_MAPPING
+    assert isinstance(_build_hf_config(small), transformers.DeepseekV3Config)
+    with pytest.raises(ValueError):
+        _build_hf_config(dict(small, model_type="no_such_family"))
+    r = measure(small, mode="inference", batch=1, seq=8, precision="bf16")
+    assert r["moe"] is True and r["peak_bytes"] > 0

@@ -58,6 +58,7 @@ def catalog(extra=None) -> dict:
 
 
 _ARCHITECTURES: dict = {}
+_LIKE: dict = {}
 
 
 def _architectures() -> dict:
@@ -75,8 +76,16 @@ def _architectures() -> dict:
                     raise InputError(f"formulas/architectures.json: '{mt}' is like '{entry['like']}', which is not "
                                      "an entry of its own")
                 data[mt] = {**base, **{k: v for k, v in entry.items() if k != "like"}}
+        _LIKE[folder] = {mt: e["like"] for mt, e in raw.items() if isinstance(e, dict) and "like" in e}
         _ARCHITECTURES[folder] = data
     return _ARCHITECTURES[folder]
+
+
+def family_like(model_type: str) -> str | None:
+    """The family whose entry (and modeling file) ``model_type`` takes in formulas/architectures.json
+    (its ``like``: Kimi K2 runs DeepSeek-V3's code under model_type kimi_k2), or None."""
+    _architectures()
+    return _LIKE[formulas_path()].get(model_type)
 
 
 def load_model(name_or_path: str, extra=None, assume: str | None = None) -> ModelSpec:

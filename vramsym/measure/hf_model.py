@@ -17,6 +17,7 @@ import transformers
 from torch import nn
 from torch._guards import active_fake_mode
 
+from ..catalog.models import family_like
 from ..errors import InputError
 
 try:            # parts of transformers only some versions have
@@ -58,6 +59,9 @@ def _build_hf_config(config: dict, training: bool = False):
         raise ValueError("config dict needs a 'model_type' key (e.g. 'llama', 'gpt2')")
     for k in ("torch_dtype", "dtype", "architectures", "transformers_version"):
         cfg.pop(k, None)
+    if model_type not in transformers.CONFIG_MAPPING and family_like(model_type) in transformers.CONFIG_MAPPING:
+        # a checkpoint that ships another family's modeling file under its own model_type (auto_map)
+        model_type = family_like(model_type)
     hf_cfg = transformers.AutoConfig.for_model(model_type, **cfg)
     pad, vocab = getattr(hf_cfg, "pad_token_id", None), getattr(hf_cfg, "vocab_size", None)
     if isinstance(pad, int) and isinstance(vocab, int) and not 0 <= pad < vocab:
