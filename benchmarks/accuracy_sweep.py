@@ -533,7 +533,9 @@ def summary_lines(rows, seed, k, small, multi, families=(), target="docs/accurac
              "prediction is vramsym's tensors-only total (its estimate less the CUDA context and the allocator's reserve), the measurement PyTorch's "
              "peak under FakeTensorMode (`vramsym measure`), one rank under the fake process group for "
              "multi-GPU cases (every case trains as Trainer does, without a KV cache; the multi-GPU cases were measured "
-             "again on 2026-12-05 after the multi-GPU harness was made to, `--remeasure multi`); the predictions are derived again from today's formulas each time the report is "
+             "again on 2026-12-05 after the multi-GPU harness was made to, `--remeasure multi`; the cases the harness had "
+             "failed on, mixture-of-experts models outside bf16, were measured again on 2026-12-07 once their experts traced "
+             "in every precision, `--remeasure failed`); the predictions are derived again from today's formulas each time the report is "
              "written (the measurements do not depend on them), under the recipe choices each case was measured with (precision, "
              "checkpointing: the options column shows them). Error = (predicted - measured) / measured: negative is an under-prediction "
              "(vramsym says it fits, the job runs out of memory).", "",
@@ -617,9 +619,9 @@ def main(argv=None):
     ap.add_argument("--repredict", choices=["all", "outside"], default="all",
                     help="derive the predictions again for every measured case (default) or only for those "
                          "outside the bounds as measured (faster; the report says which)")
-    ap.add_argument("--remeasure", choices=["multi"],
-                    help="measure the multi-GPU cases of --out again (after a change of the multi-GPU harness) "
-                         "and rewrite --out with them")
+    ap.add_argument("--remeasure", choices=["multi", "failed"],
+                    help="measure the multi-GPU cases (after a change of the multi-GPU harness) or the cases the "
+                         "harness failed on (after a fix to it) of --out again, and rewrite --out with them")
     ap.add_argument("--families", help="comma-separated model types: draw synthetic configs of these only "
                                        "(families described after a seed's sweep, under a seed of their own)")
     ap.add_argument("--catalog", help="comma-separated catalog model names: draw these only, at full size "
@@ -644,6 +646,8 @@ def main(argv=None):
     beyond = [r for i, r in sorted(done.items()) if i >= a.cases]     # rows past --cases: kept as they are
     if a.remeasure == "multi":
         done = {i: r for i, r in done.items() if r.get("layout", "1 GPU") == "1 GPU"}
+    elif a.remeasure == "failed":
+        done = {i: r for i, r in done.items() if "failed" not in r}
     lib = vramsym.load_library()
     rows = []
     for i, case in cases(a.seed, a.cases, a.small, a.multi, families, catalog):
