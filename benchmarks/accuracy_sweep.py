@@ -516,7 +516,7 @@ def _field(r, name):
 
 def cause(r, causes) -> str:
     for c in causes:
-        if all(_field(r, k) == v for k, v in c["match"].items()):
+        if all(_field(r, k) is not None if v == "*" else _field(r, k) == v for k, v in c["match"].items()):
             return c["cause"]
     return "not explained yet"
 

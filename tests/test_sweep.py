@@ -70,3 +70,18 @@ def test_gemma4_sweep_subset_is_within_the_bounds():
     measured = [r for r in rows if "rel" in r]
     assert measured and all("rel" in r or "unsupported" in r for r in rows), rows
     assert all(-0.02 <= r["rel"] <= 0.05 for r in measured), [(r["regime"], r["options"], r["rel"]) for r in measured]
+
+
+def test_a_cause_matches_the_fields_it_names_and_a_star_matches_any_value():
+    causes = [{"match": {"family": "gemma4_text", "inputs.checkpoint_ratio": "*"}, "cause": "partial"},
+              {"match": {"family": "gemma4_text", "options.attention": "eager"}, "cause": "eager"}]
+    row = {"family": "gemma4_text", "options": {"attention": "eager"}, "inputs": {"checkpoint_ratio": "1/4"}}
+    assert S.cause(row, causes) == "partial"
+    assert S.cause(dict(row, inputs={}), causes) == "eager"
+    assert S.cause(dict(row, family="llama"), causes) == "not explained yet"
+    with open(S.CAUSES_FILE, encoding="utf-8") as fh:
+        shipped = __import__("json").load(fh)["causes"]
+    for c in shipped:          # each names fields a row has and gives a sentence
+        assert c["match"] and all(k.split(".")[0] in ("family", "regime", "model", "layout", "options", "inputs")
+                                  for k in c["match"]), c
+        assert len(c["cause"]) > 40
