@@ -400,8 +400,20 @@ def _model(case):
     return _spec(dict(m["config"]), f"synthetic-{case['family']}", "benchmarks/accuracy_sweep.py")
 
 
+def _unquantized(case) -> dict:
+    """A catalog model published in a stored format (gpt-oss's MXFP4 experts, DeepSeek-V3.2's and Kimi K2's
+    block FP8: quantization_config) is measured in the drawn precision, unquantized (``quant none``): the
+    harness has no kernels for those formats, and training recipes pin it so already."""
+    if "catalog" not in case["model"] or "quant" in case["options"]:
+        return case
+    if "quantization_config" not in vramsym.load_model(case["model"]["catalog"]).raw_config:
+        return case
+    return dict(case, options=dict(case["options"], quant="none"))
+
+
 def run_case(case, lib) -> dict:
     t = time.time()
+    case = _unquantized(case)
     out = {k: case[k] for k in ("family", "regime", "batch", "seq", "options", "inputs")}
     out["layout"] = case.get("layout", "1 GPU")
     out["model"] = case["model"].get("catalog") or "synthetic"
@@ -620,8 +632,8 @@ def main(argv=None):
                     help="derive the predictions again for every measured case (default) or only for those "
                          "outside the bounds as measured (faster; the report says which)")
     ap.add_argument("--remeasure", choices=["multi", "failed"],
-                    help="measure the multi-GPU cases (after a change of the multi-GPU harness) or the cases the "
-                         "harness failed on (after a fix to it) of --out again, and rewrite --out with them")
+                    help="measure the multi-GPU cases (after a change of the multi-GPU harness) or the cases that failed or "
+                         "were not run (after a fix to the harness or the formulas) of --out again, and rewrite --out with them")
     ap.add_argument("--families", help="comma-separated model types: draw synthetic configs of these only "
                                        "(families described after a seed's sweep, under a seed of their own)")
     ap.add_argument("--catalog", help="comma-separated catalog model names: draw these only, at full size "
@@ -647,7 +659,7 @@ def main(argv=None):
     if a.remeasure == "multi":
         done = {i: r for i, r in done.items() if r.get("layout", "1 GPU") == "1 GPU"}
     elif a.remeasure == "failed":
-        done = {i: r for i, r in done.items() if "failed" not in r}
+        done = {i: r for i, r in done.items() if "failed" not in r and "unsupported" not in r}
     lib = vramsym.load_library()
     rows = []
     for i, case in cases(a.seed, a.cases, a.small, a.multi, families, catalog):
