@@ -135,19 +135,28 @@ def test_inference_kv_cache_bytes():
     assert last["prefill_logits_bytes"] == b * 1 * 128 * 2
 
 
-@pytest.mark.parametrize("mode,precision", [("train", "bf16"), ("train", "fp32"), ("train", "mixed_bf16"),
-                                            ("inference", "fp16")])
-def test_moe_experts_trace_under_fake_tensors_in_every_precision(mode, precision):
+@pytest.mark.parametrize("mode,precision,lora", [("train", "bf16", False), ("train", "fp32", False),
+                                                 ("train", "mixed_bf16", False), ("inference", "fp16", False),
+                                                 ("train", "fp32", True), ("train", "mixed_bf16", True)])
+def test_moe_experts_trace_under_fake_tensors_in_every_precision(monkeypatch, mode, precision, lora):
     """grouped_mm's meta kernel takes bf16 only; CUDA runs fp32 / fp16 through ATen's fallback
-    (pytorch#162059), which the measurement reproduces with transformers' fallback operator.  The
-    fake trace must equal a real CPU run to the byte, and must not fall back to real tensors."""
+    (pytorch#162059), which the measurement reproduces (hf_model._GroupedMM: transformers' fallback
+    operators with ATen's saved tensors, no expert input saved when the experts are frozen).  The fake
+    trace must equal a real CPU run of ATen's own grouped_mm to the byte, and must not fall back to
+    real tensors."""
+    from vramsym.measure import hf_model
     moe = dict(model_type="mixtral", hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                num_attention_heads=4, num_key_value_heads=2, vocab_size=128,
                num_local_experts=4, num_experts_per_tok=2)
-    fake = measure(moe, mode=mode, batch=2, seq=16, precision=precision, fake=True)
-    real = measure(moe, mode=mode, batch=2, seq=16, precision=precision, fake=False)
+    kw = {"lora": {"r": 4, "target_modules": ["q_proj", "v_proj"]}} if lora else {}
+    fake = measure(moe, mode=mode, batch=2, seq=16, precision=precision, fake=True, **kw)
     assert fake["moe"] is True and fake["fake"] is True
     assert not any("FakeTensorMode" in n for n in fake["notes"])
+    # the real run without the routing: ATen's CPU grouped_mm takes every dtype
+    aten = torch.nn.functional.grouped_mm
+    monkeypatch.setattr(hf_model, "_GroupedMM", type("_Aten", (), {
+        "apply": staticmethod(lambda a, b, offs: aten(a, b, offs=offs))}))
+    real = measure(moe, mode=mode, batch=2, seq=16, precision=precision, fake=False, **kw)
     assert _strip(fake) == _strip(real)
 
 

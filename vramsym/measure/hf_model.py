@@ -108,6 +108,28 @@ def _hf_fake_patches(active: bool):
         mu.find_packed_sequence_indices = orig
 
 
+class _GroupedMM(torch.autograd.Function):
+    """grouped_mm as ATen's autograd runs it (tools/autograd/derivatives.yaml _grouped_mm): mat_a is saved
+    only when mat_b needs a gradient (frozen experts, LoRA, save no input), and only the gradients asked
+    for are made; the products are transformers' fallback operators, which FakeTensorMode can trace."""
+
+    @staticmethod
+    def forward(ctx, a, b, offs):
+        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b, offs)
+        return torch.ops.transformers.grouped_mm_fallback(a, b, offs)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b, offs = ctx.saved_tensors
+        grad_a = grad_b = None
+        if ctx.needs_input_grad[1]:       # both gradients in one call, as ATen makes them
+            grad_a, grad_b = torch.ops.transformers.grouped_mm_fallback_backward(a, b, offs, grad)
+            grad_a = grad_a if ctx.needs_input_grad[0] else None
+        elif ctx.needs_input_grad[0]:
+            grad_a = torch.ops.transformers.grouped_mm_fallback(grad, b.transpose(-2, -1), offs)
+        return grad_a, grad_b, None
+
+
 @contextlib.contextmanager
 def _cuda_kernel_patches():
     """Run dropout the way the CUDA kernels that users train on run it.
@@ -129,10 +151,10 @@ def _cuda_kernel_patches():
     * ``F.grouped_mm`` (transformers 5.x runs every routed expert through it) in fp32 or fp16:
       CUDA runs it eagerly through ATen's loop of matmuls into one (S, out) output (pytorch
       PR #162059), saving both operands for backward, but the meta kernel that FakeTensorMode
-      uses accepts bf16 only.  We route those dtypes through transformers' own
-      ``transformers::grouped_mm_fallback`` operator: the same output, the same two saved operands,
-      the same two gradients (integrations/moe.py), and a fake kernel, so a full-size MoE model in
-      fp32 traces without real weights.
+      uses accepts bf16 only.  We route those dtypes through :class:`_GroupedMM`: transformers' own
+      ``transformers::grouped_mm_fallback`` operators (integrations/moe.py, which have fake kernels) for
+      the products, with ATen's saved tensors (the input only when the experts are trained), so a
+      full-size MoE model in fp32 traces without real weights.
     """
 
     orig_dropout, orig_sdpa = F.dropout, F.scaled_dot_product_attention
@@ -170,7 +192,7 @@ def _cuda_kernel_patches():
         if (mat_a.dtype != torch.bfloat16 and mat_a.dim() == 2 and mat_b.dim() == 3
                 and offs is not None and bias is None and out_dtype in (None, mat_a.dtype)
                 and hasattr(torch.ops.transformers, "grouped_mm_fallback")):
-            return torch.ops.transformers.grouped_mm_fallback(mat_a, mat_b, offs)
+            return _GroupedMM.apply(mat_a, mat_b, offs)
         return orig_grouped(mat_a, mat_b, offs=offs, bias=bias, out_dtype=out_dtype)
 
     F.dropout, F.scaled_dot_product_attention = dropout, sdpa
