@@ -40,6 +40,7 @@ sys.path.insert(0, ROOT)
 import vramsym  # noqa: E402
 from vramsym.catalog.models import _spec  # noqa: E402
 from vramsym.measure.compare import MEASURED_AS, _tensors, compare  # noqa: E402
+from vramsym.measure.hf_model import _is_moe  # noqa: E402
 
 #: catalog models measured at full size (dense families the harness runs under FakeTensorMode)
 FULL_SIZE = ["gpt2", "gpt2-xl", "llama-3.2-1b", "llama-3.2-3b", "llama-3.1-8b", "qwen2.5-0.5b", "qwen2.5-7b",
@@ -508,10 +509,24 @@ BOUNDS = {"single GPU": (-0.02, 0.05), "single GPU, MoE": (-0.05, 0.05), "multi-
 CAUSES_FILE = os.path.join(ROOT, "benchmarks", "sweep_causes.json")
 
 
+_MOE_MODELS: dict = {}
+
+
+def is_moe(r) -> bool:
+    """The row's model routes tokens to experts (its config, or its text_config, has more than one expert:
+    vramsym.measure.hf_model.MOE_KEYS), whether a synthetic family or a catalog model (gpt-oss, Qwen3.5)."""
+    key = r["model"] if r["model"] != "synthetic" else json.dumps(r.get("config"), sort_keys=True)
+    if key not in _MOE_MODELS:
+        cfg = r.get("config") if r["model"] == "synthetic" else dict(vramsym.load_model(r["model"]).raw_config)
+        cfg = cfg or {}
+        _MOE_MODELS[key] = _is_moe(cfg) or _is_moe(cfg.get("text_config") or {})
+    return _MOE_MODELS[key]
+
+
 def bound_group(r) -> str:
     if r["layout"] != "1 GPU":
         return "multi-GPU"
-    return "single GPU, MoE" if r["family"] in MOE_FAMILIES else "single GPU"
+    return "single GPU, MoE" if r["family"] in MOE_FAMILIES or is_moe(r) else "single GPU"
 
 
 def outside(r) -> bool:

@@ -85,3 +85,13 @@ def test_a_cause_matches_the_fields_it_names_and_a_star_matches_any_value():
         assert c["match"] and all(k.split(".")[0] in ("family", "regime", "model", "layout", "options", "inputs")
                                   for k in c["match"]), c
         assert len(c["cause"]) > 40
+
+
+def test_the_moe_bounds_apply_to_every_model_with_experts():
+    """Issue 22's MoE bounds are for mixture-of-experts models, read from the config (a catalog model's
+    text_config too), not only the synthetic MoE families."""
+    row = {"layout": "1 GPU", "family": "qwen3_5_moe", "model": "qwen3.5-35b-a3b"}
+    assert S.bound_group(row) == "single GPU, MoE"
+    assert S.bound_group(dict(row, family="llama", model="llama-3.1-8b")) == "single GPU"
+    assert S.bound_group(dict(row, family="llama", model="synthetic", config={"num_local_experts": 4})) == "single GPU, MoE"
+    assert S.bound_group(dict(row, layout="fsdp2 zero-3 x 4")) == "multi-GPU"
