@@ -171,7 +171,7 @@ def measure(config: dict, *, mode: str,
         result = run(False)
     elif fake and moe:
         # transformers 5.x runs experts with grouped_mm (static shapes): that traces under
-        # FakeTensorMode (in fp32 / fp16 through transformers' fallback operator, as CUDA's ATen
+        # FakeTensorMode (in fp32 / fp16 through hf_model._GroupedMM, as CUDA's ATen
         # fallback runs it: hf_model._cuda_kernel_patches).  Older "eager" expert loops read the
         # routing's values and fail; fall back to a real, small run then.
         try:
