@@ -10,10 +10,14 @@ What is compared, per case (n_ctx, n_ubatch, flash attention, KV type, sequences
   "llama_kv_cache: size = ... (N cells, L layers, S/S seqs)" line, exact) and its MiB (llama.cpp
   prints two decimals, so equal to 0.005 MiB);
 - the compute buffer: vramsym's lcpp_compute is the CUDA scheduler's worst-case graph; the CPU
-  backend's buffer is printed beside it, as the relative difference (not a bound of the CUDA figure).
+  backend's buffer is printed beside it, as the relative difference (not a bound of the CUDA figure);
+- for the recurrent models (Mamba2, a Granite 4.0-H-style and a Qwen3-Next-style hybrid): the KV
+  cache of their attention blocks and the recurrent state buffer ("llama_memory_recurrent: size =
+  ..."), to two decimals of MiB, vramsym reading the equivalent config.json.
 
 Every case runs in its own process (llama.cpp logs to stderr); the models are written with the
-gguf package (llama architecture: F16 and Q8_0 tensors, a SentencePiece vocabulary of 512 tokens).
+gguf package (llama architecture: F16 and Q8_0 tensors, a SentencePiece vocabulary of 512 tokens;
+the recurrent ones likewise, F16 matrices).
 """
 import argparse
 import itertools
@@ -97,6 +101,147 @@ def write_llama(path, qtype, layers=4, h=256, ff=512, nq=4, nkv=2, vocab=512):
     w.close()
 
 
+def write_hybrid(path, arch, pattern, h=256, ff=512, nq=4, nkv=2, vocab=512, d_state=64, ssm_heads=8, groups=2,
+                 d_conv=4, experts=4, ff_exp=128):
+    """A small recurrent GGUF with random weights: ``mamba2`` (every block a Mamba2 mixer),
+    ``granitehybrid`` (``pattern``: "m" a Mamba2 block, "a" an attention block, each with a dense
+    gated MLP; llama.cpp reads a block with head_count_kv 0 as recurrent) or ``qwen3next`` ("g" a
+    Gated DeltaNet block, "a" an attention block every full_attention_interval-th, each with
+    ``experts`` routed experts of ``ff_exp`` and a gated shared expert of ``ff``; the Gated DeltaNet
+    has ``groups`` key heads and ``ssm_heads`` value heads of ``d_state`` each, as llama.cpp's
+    qwen3next reads them). Mamba2's inner width is 2 h (llama.cpp's Granite hybrid asserts it), its
+    tensors as convert_hf_to_gguf.py writes them: the matrices in F16, conv1d, A, D, the biases and
+    the norms in F32. Returns the equivalent config.json (a dict)."""
+    import gguf
+    import numpy as np
+    w = gguf.GGUFWriter(path, arch)
+    d_inner, d = 2 * h, h // nq
+    conv_dim = d_inner + 2 * groups * d_state
+    w.add_context_length(4096)
+    w.add_embedding_length(h)
+    w.add_block_count(len(pattern))
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_ssm_conv_kernel(d_conv)
+    w.add_ssm_inner_size(ssm_heads * d_state if arch == "qwen3next" else d_inner)    # Gated DeltaNet: H_v d_v
+    w.add_ssm_state_size(d_state)
+    w.add_ssm_time_step_rank(ssm_heads)
+    w.add_ssm_group_count(groups)
+    if arch == "granitehybrid":
+        w.add_feed_forward_length(ff)
+        w.add_head_count(nq)
+        w.add_head_count_kv([nkv if k == "a" else 0 for k in pattern])
+        w.add_rope_dimension_count(d)
+    if arch == "qwen3next":
+        interval = pattern.index("a") + 1
+        assert pattern == ("g" * (interval - 1) + "a") * (len(pattern) // interval)
+        w.add_full_attention_interval(interval)
+        w.add_head_count(nq)
+        w.add_head_count_kv(nkv)
+        w.add_key_length(d)
+        w.add_value_length(d)
+        w.add_rope_dimension_count(d)
+        w.add_expert_count(experts)
+        w.add_expert_used_count(2)
+        w.add_expert_feed_forward_length(ff_exp)
+        w.add_expert_shared_feed_forward_length(ff)
+    w.add_file_type(1)
+    w.add_tokenizer_model("llama")
+    w.add_token_list([b"<unk>", b"<s>", b"</s>"] + [f"t{i}".encode() for i in range(3, vocab)])
+    w.add_token_scores([0.0] * vocab)
+    w.add_token_types([2, 3, 3] + [1] * (vocab - 3))
+    w.add_unk_token_id(0)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    rng = np.random.default_rng(0)
+
+    def matrix(name, rows, cols, dtype=np.float16):
+        w.add_tensor(name, rng.standard_normal((rows, cols)).astype(dtype))
+
+    def vector(name, n):
+        w.add_tensor(name, np.ones(n, dtype=np.float32))
+
+    def experts3(name, e, rows, cols):
+        w.add_tensor(name, rng.standard_normal((e, rows, cols)).astype(np.float16))
+
+    matrix("token_embd.weight", vocab, h)
+    for i, kind in enumerate(pattern):
+        vector(f"blk.{i}.attn_norm.weight", h)
+        if kind == "g":
+            key_dim, value_dim = groups * d_state, ssm_heads * d_state
+            matrix(f"blk.{i}.ssm_in.weight", 2 * key_dim + 2 * value_dim, h)
+            matrix(f"blk.{i}.ssm_conv1d.weight", 2 * key_dim + value_dim, d_conv, np.float32)
+            vector(f"blk.{i}.ssm_dt.bias", ssm_heads)
+            vector(f"blk.{i}.ssm_a", ssm_heads)
+            matrix(f"blk.{i}.ssm_ba.weight", 2 * ssm_heads, h)
+            vector(f"blk.{i}.ssm_norm.weight", d_state)
+            matrix(f"blk.{i}.ssm_out.weight", h, value_dim)
+        elif arch == "qwen3next":
+            matrix(f"blk.{i}.attn_q.weight", 2 * nq * d, h)          # the query and its output gate
+            matrix(f"blk.{i}.attn_k.weight", nkv * d, h)
+            matrix(f"blk.{i}.attn_v.weight", nkv * d, h)
+            matrix(f"blk.{i}.attn_output.weight", h, nq * d)
+            vector(f"blk.{i}.attn_q_norm.weight", d)
+            vector(f"blk.{i}.attn_k_norm.weight", d)
+        if arch == "qwen3next":
+            vector(f"blk.{i}.post_attention_norm.weight", h)
+            matrix(f"blk.{i}.ffn_gate_inp.weight", experts, h, np.float32)
+            experts3(f"blk.{i}.ffn_gate_exps.weight", experts, ff_exp, h)
+            experts3(f"blk.{i}.ffn_up_exps.weight", experts, ff_exp, h)
+            experts3(f"blk.{i}.ffn_down_exps.weight", experts, h, ff_exp)
+            vector(f"blk.{i}.ffn_gate_inp_shexp.weight", h)
+            matrix(f"blk.{i}.ffn_gate_shexp.weight", ff, h)
+            matrix(f"blk.{i}.ffn_up_shexp.weight", ff, h)
+            matrix(f"blk.{i}.ffn_down_shexp.weight", h, ff)
+        if kind == "g" or arch == "qwen3next":
+            continue
+        if kind == "m":
+            matrix(f"blk.{i}.ssm_in.weight", 2 * d_inner + 2 * groups * d_state + ssm_heads, h)
+            matrix(f"blk.{i}.ssm_conv1d.weight", conv_dim, d_conv, np.float32)
+            vector(f"blk.{i}.ssm_conv1d.bias", conv_dim)
+            vector(f"blk.{i}.ssm_dt.bias", ssm_heads)
+            matrix(f"blk.{i}.ssm_a", ssm_heads, 1, np.float32)
+            matrix(f"blk.{i}.ssm_d", ssm_heads, 1, np.float32)
+            matrix(f"blk.{i}.ssm_norm.weight", groups, d_inner // groups, np.float32)
+            matrix(f"blk.{i}.ssm_out.weight", h, d_inner)
+        else:
+            matrix(f"blk.{i}.attn_q.weight", nq * d, h)
+            matrix(f"blk.{i}.attn_k.weight", nkv * d, h)
+            matrix(f"blk.{i}.attn_v.weight", nkv * d, h)
+            matrix(f"blk.{i}.attn_output.weight", h, nq * d)
+        if arch == "granitehybrid":
+            vector(f"blk.{i}.ffn_norm.weight", h)
+            matrix(f"blk.{i}.ffn_gate.weight", ff, h)
+            matrix(f"blk.{i}.ffn_up.weight", ff, h)
+            matrix(f"blk.{i}.ffn_down.weight", h, ff)
+    vector("output_norm.weight", h)
+    matrix("output.weight", vocab, h)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    common = {"hidden_size": h, "vocab_size": vocab, "num_hidden_layers": len(pattern), "tie_word_embeddings": False,
+              "max_position_embeddings": 4096, "torch_dtype": "float16"}
+    if arch == "qwen3next":
+        return {"model_type": "qwen3_next", "architectures": ["Qwen3NextForCausalLM"], **common,
+                "num_attention_heads": nq, "num_key_value_heads": nkv, "head_dim": d, "intermediate_size": ff,
+                "num_experts": experts, "num_experts_per_tok": 2, "moe_intermediate_size": ff_exp,
+                "shared_expert_intermediate_size": ff, "decoder_sparse_step": 1, "mlp_only_layers": [],
+                "full_attention_interval": pattern.index("a") + 1,
+                "linear_num_key_heads": groups, "linear_num_value_heads": ssm_heads, "linear_key_head_dim": d_state,
+                "linear_value_head_dim": d_state, "linear_conv_kernel_dim": d_conv, "rms_norm_eps": 1e-6}
+    if arch == "mamba2":
+        return {"model_type": "mamba2", "architectures": ["Mamba2ForCausalLM"], **common, "num_heads": ssm_heads,
+                "head_dim": d_inner // ssm_heads, "state_size": d_state, "n_groups": groups, "conv_kernel": d_conv,
+                "expand": 2, "use_conv_bias": True, "use_bias": False, "layer_norm_epsilon": 1e-5}
+    return {"model_type": "granitemoehybrid", "architectures": ["GraniteMoeHybridForCausalLM"], **common,
+            "layer_types": ["mamba" if k == "m" else "attention" for k in pattern], "num_attention_heads": nq,
+            "num_key_value_heads": nkv, "intermediate_size": ff, "shared_intermediate_size": ff,
+            "num_local_experts": 0, "num_experts_per_tok": 0, "mamba_n_heads": ssm_heads,
+            "mamba_d_head": d_inner // ssm_heads, "mamba_d_state": d_state, "mamba_n_groups": groups,
+            "mamba_d_conv": d_conv, "mamba_expand": 2, "mamba_conv_bias": True, "mamba_proj_bias": False,
+            "position_embedding_type": "rope", "rms_norm_eps": 1e-5}
+
+
 def measure(path, n_ctx, n_ubatch, fa, kv, n_seq):
     argv = [sys.executable, "-c", LOAD, path, str(n_ctx), str(n_ubatch), str(fa), str(GGML[kv]), str(GGML[kv]), str(n_seq)]
     r = subprocess.run(argv, capture_output=True, text=True)
@@ -108,25 +253,62 @@ def measure(path, n_ctx, n_ubatch, fa, kv, n_seq):
     return {"model_size": int(re.search(r"model_size (\d+)", r.stdout).group(1)),
             "model_mib": mib(r"CPU_Mapped model buffer size = +([\d.]+) MiB") + mib(r"\bCPU model buffer size = +([\d.]+) MiB"),
             "kv_mib": sum(float(s) for s, _, _ in cache), "kv_cells": [(int(c), int(l)) for _, c, l in cache],
+            "rs_mib": mib(r"llama_memory_recurrent: size = +([\d.]+) MiB"),
+            "rs_cells": [(int(c), int(l)) for c, l in
+                         re.findall(r"llama_memory_recurrent: size = +[\d.]+ MiB \( *(\d+) cells, +(\d+) layers", log)],
             "compute_mib": mib(r"CPU compute buffer size = +([\d.]+) MiB"),
             "output_mib": mib(r"CPU +output buffer size = +([\d.]+) MiB")}
 
 
 def predict(path, n_ctx, n_ubatch, fa, kv, n_seq):
+    """vramsym's llama_cpp regime for the model at ``path`` (a GGUF file, or the config.json of the
+    same model where vramsym does not read that architecture's GGUF)."""
     import vramsym
     r = vramsym.compile(path, "llama_cpp", {"cache_type_k": kv, "cache_type_v": kv, "flash_attn": "on" if fa else "off"})
     est = r.evaluate(batch=n_seq, seq=n_ctx // n_seq, n_ubatch=n_ubatch, n_batch=max(n_ubatch, 512), gpu_layers=0)
     parts = {c.name: c.bytes for c in est.all_components}
     return {"model": parts["lcpp_weights"] + parts["lcpp_weights_host"],
             "kv": parts["lcpp_kv_cache"] + parts["lcpp_kv_cache_host"], "compute": parts["lcpp_compute"],
+            "rs": parts.get("lcpp_rs_cache", 0) + parts.get("lcpp_rs_cache_host", 0),
             "output": parts["lcpp_output_host"]}
+
+
+#: the recurrent models measured: (GGUF architecture, block pattern)
+HYBRIDS = (("mamba2", "mmmm"), ("granitehybrid", "mamam"), ("qwen3next", "gaga"))
+
+
+def hybrid_rows(tmp, worst):
+    """The recurrent models: the KV cache of their attention blocks and the recurrent state buffer
+    (r and s rows of every Mamba2 block, F32, one per sequence), compared to the byte (two decimals
+    of MiB); vramsym reads each from the equivalent config.json (its GGUF reader maps attention
+    models' metadata only)."""
+    import json
+    rows = []
+    for arch, pattern in HYBRIDS:
+        path = os.path.join(tmp, f"{arch}.gguf")
+        cfg_path = os.path.join(tmp, f"{arch}.json")
+        with open(cfg_path, "w") as fh:
+            json.dump(write_hybrid(path, arch, pattern), fh)
+        for n_ctx, n_ubatch, n_seq in itertools.product((512, 8192), (128, 512), (1, 4)):
+            got = measure(path, n_ctx, n_ubatch, 1, "f16", n_seq)
+            want = predict(cfg_path, n_ctx, n_ubatch, 1, "f16", n_seq)
+            d_kv, d_rs = want["kv"] / MIB - got["kv_mib"], want["rs"] / MIB - got["rs_mib"]
+            worst["kv"] = max(worst["kv"], abs(d_kv))
+            worst["rs"] = max(worst["rs"], abs(d_rs))
+            rel = want["compute"] / (got["compute_mib"] * MIB) - 1 if got["compute_mib"] else float("nan")
+            rel_model = want["model"] / (got["model_mib"] * MIB) - 1
+            rows.append(f"| {arch} ({pattern}) | {n_ctx} | {n_ubatch} | {n_seq} | {got['kv_mib']:.2f} / {want['kv'] / MIB:.2f} | "
+                        f"{got['kv_cells']} | {got['rs_mib']:.2f} / {want['rs'] / MIB:.2f} | {got['rs_cells']} | "
+                        f"{rel_model:+.1%} | {got['compute_mib']:.2f} / {want['compute'] / MIB:.2f} ({rel:+.1%}) |")
+            print(rows[-1], flush=True)
+    return rows
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", help="write the table (Markdown) there too")
     args = ap.parse_args()
-    rows, worst = [], {"model": 0.0, "kv": 0.0}
+    rows, worst = [], {"model": 0.0, "kv": 0.0, "rs": 0.0}
     with tempfile.TemporaryDirectory() as tmp:
         for qtype in ("f16", "q8_0"):
             path = os.path.join(tmp, f"llama-{qtype}.gguf")
@@ -146,10 +328,12 @@ def main():
                             f"{got['model_mib']:.2f} / {want['model'] / MIB:.2f} | {got['kv_mib']:.2f} / {want['kv'] / MIB:.2f} | "
                             f"{got['kv_cells']} | {got['compute_mib']:.2f} / {want['compute'] / MIB:.2f} ({rel:+.1%}) |")
                 print(rows[-1], flush=True)
+        recurrent = hybrid_rows(tmp, worst)
     head = ["| weights | n_ctx | n_ubatch | flash attn | KV type | seqs | model MiB (llama.cpp / vramsym) | "
             "KV MiB (llama.cpp / vramsym) | KV caches (cells, layers) | compute MiB: CPU backend / vramsym's CUDA figure |",
             "|---|---|---|---|---|---|---|---|---|---|"]
-    summary = (f"worst |model buffer difference| {worst['model']:.3f} MiB, worst |KV difference| {worst['kv']:.3f} MiB "
+    summary = (f"worst |model buffer difference| {worst['model']:.3f} MiB, worst |KV difference| {worst['kv']:.3f} MiB, "
+               f"worst |recurrent state difference| {worst['rs']:.3f} MiB "
                f"(llama.cpp prints MiB with two decimals: 0.005 MiB is equality)")
     print(summary)
     if args.out:
@@ -168,7 +352,25 @@ def main():
                 "lcpp_compute is the CUDA scheduler's worst-case graph (F32 KQ mask on the host, scores or the "
                 "F16 mask on the device). The last column puts the CPU backend's figure beside vramsym's CUDA "
                 "one: not a check of it (no GPU was lent to measure CUDA's).", "",
-                *head, *rows]) + "\n")
+                *head, *rows, "",
+                "## Recurrent models", "",
+                "Mamba2 blocks (llama.cpp's `mamba2` architecture), a Granite 4.0-H-style hybrid "
+                "(`granitehybrid`: Mamba2 blocks `m` and attention blocks `a`, each with a gated MLP; hidden "
+                "256, Mamba2 inner width 512 in 8 heads, state 64, 2 groups, conv 4) and a Qwen3-Next-style "
+                "hybrid (`qwen3next`: Gated DeltaNet blocks `g` of 2 key and 8 value heads of 64, every second "
+                "block attention, 4 routed experts and a shared one), flash attention on, F16 KV. vramsym reads "
+                "each from the equivalent config.json (`mamba2`, `granitemoehybrid`, `qwen3_next`): "
+                "its GGUF reader maps the metadata of attention models only. The KV cache holds the "
+                "attention blocks alone; the recurrent state buffer (`llama_memory_recurrent`) holds F32 r "
+                "(conv) and s (SSM or delta-rule state) rows of every recurrent block for each sequence (its log "
+                "line counts every block in `layers`; the size is the recurrent blocks'). The model buffer column is "
+                "vramsym's count from the config (every matrix at 2 bytes, the norms in F32) beside the "
+                "file's, where A, D, the conv and its bias are F32 too.", "",
+                "| model (blocks) | n_ctx | n_ubatch | seqs | KV MiB (llama.cpp / vramsym) | KV caches (cells, layers) | "
+                "recurrent MiB (llama.cpp / vramsym) | recurrent caches (cells, layers) | model buffer | "
+                "compute MiB: CPU backend / vramsym's CUDA figure |",
+                "|---|---|---|---|---|---|---|---|---|---|",
+                *recurrent]) + "\n")
 
 
 if __name__ == "__main__":

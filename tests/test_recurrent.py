@@ -73,6 +73,38 @@ def test_params_kv_and_state_match_the_meta_model(tool, mt):
     assert got["state"] == ref["state"]
 
 
+@pytest.mark.parametrize("mt", sorted(TINY))
+def test_llama_cpp_recurrent_cells_and_kv_match_the_meta_model(tool, tmp_path, mt):
+    # llama.cpp (src/llama-memory-recurrent.cpp, llama-hparams.cpp n_embd_r / n_embd_s): F32 rows per
+    # sequence of the conv window's last d_conv - 1 columns and of the whole SSM / delta-rule state, in
+    # every recurrent layer; the KV cache holds the attention layers only. Derived here from the
+    # transformers model's own cache after a one-token forward (conv windows of d_conv columns there).
+    ref = tool.reference(mt, **TINY[mt])
+    assert "error" not in ref and ref["state"] and ref["conv_state"], ref
+    (k,) = ref["conv_kernels"]
+    per_seq = (ref["conv_state"] * (k - 1) // k + ref["state"] - ref["conv_state"]) * 4
+    b, s = 3, 512          # 3 slots of 512 cells each (not unified: one stream per slot, each padded to 256)
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(ref["config"]))
+    est = vramsym.estimate(str(p), "llama_cpp", inputs={"batch": b, "seq": s})
+    got = {c.name: c.bytes for c in est.all_components}
+    assert got["lcpp_rs_cache"] == b * per_seq and got["lcpp_rs_cache_host"] == 0
+    assert got["lcpp_kv_cache"] == b * s * ref["kv"] * 2            # F16 K and V of every attention layer
+    half = vramsym.estimate(str(p), "llama_cpp", inputs={"batch": b, "seq": s, "gpu_layers": 0})
+    half = {c.name: c.bytes for c in half.all_components}
+    assert half["lcpp_rs_cache"] == 0 and half["lcpp_rs_cache_host"] == b * per_seq     # -ngl 0: all on the CPU
+
+
+def test_llama_cpp_pure_mamba_compute_has_no_attention_mask(tmp_path):
+    # a pure Mamba2 model builds no KQ mask and no attention (src/models/mamba2.cpp): the compute buffer
+    # does not grow with the context, as an attention model's mask does
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(dict(TINY["mamba2"], model_type="mamba2")))
+    at = {s: next(c.bytes for c in vramsym.estimate(str(p), "llama_cpp", inputs={"batch": 1, "seq": s}).components
+                  if c.name == "lcpp_compute") for s in (512, 8192)}
+    assert at[512] == at[8192] > 0
+
+
 def test_hub_pattern_string_counts_like_the_list(tmp_path):
     # Nemotron-H's hub configs give hybrid_override_pattern (configuration_nemotron_h.py _pattern_to_list)
     cfg = dict(TINY["nemotron_h"], model_type="nemotron_h", hybrid_override_pattern="M-*EM")

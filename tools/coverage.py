@@ -68,7 +68,9 @@ def _short(e: BaseException, n: int = 160) -> str:
 
 def reference(mt: str, **fields) -> dict:
     """The meta-device model of ``mt`` at its config defaults (``fields`` override them: the tests'
-    tiny configs): {config, params, kv, state} or {error}."""
+    tiny configs): {config, params, kv, state, conv_state, conv_kernels} or {error}: kv, state and conv_state are
+    the elements of one sequence's cache after a one-token forward (conv_state: the conv windows, of conv_kernels
+    columns each, among the state)."""
     import torch
     from transformers import AutoModelForCausalLM, CONFIG_MAPPING
     try:
@@ -91,7 +93,7 @@ def reference(mt: str, **fields) -> dict:
             del text
         except Exception:   # noqa: BLE001
             text_params = None
-    kv, kv_note, state = None, "", None
+    kv, kv_note, state, conv, kernel = None, "", None, None, set()
     try:
         with torch.no_grad():
             # position_ids given: a cache of only recurrent layers has no sequence length to derive them from
@@ -114,6 +116,9 @@ def reference(mt: str, **fields) -> dict:
                     for t in (getattr(layer, name, None) or {}).values():
                         if isinstance(t, torch.Tensor):
                             state = (state or 0) + t.numel()
+                            if name == "conv_states":      # (batch, conv_dim, conv_kernel_size)
+                                conv = (conv or 0) + t.numel()
+                                kernel.add(t.shape[-1])
             extra = [type(la).__name__ for la in layers if not hasattr(la, "keys")
                      and not hasattr(la, "recurrent_states") and type(la).__name__ != "DummyLayer"]
             if extra:
@@ -121,7 +126,8 @@ def reference(mt: str, **fields) -> dict:
     except Exception as e:   # noqa: BLE001
         kv_note = "forward on meta: " + _short(e, 90)
     del model
-    return {"config": raw, "params": params, "text_params": text_params, "kv": kv, "kv_note": kv_note, "state": state}
+    return {"config": raw, "params": params, "text_params": text_params, "kv": kv, "kv_note": kv_note, "state": state,
+            "conv_state": conv, "conv_kernels": sorted(kernel)}
 
 
 def vram(raw: dict, assume=None) -> dict:
