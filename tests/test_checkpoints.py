@@ -296,6 +296,101 @@ def test_every_llama_cpp_term_cites_llama_cpp(lib):
         assert lib.terms[t].sources, t
 
 
+# ---- recurrent GGUF architectures: the ssm.* metadata and per-block arrays as the config's fields ----
+
+@pytest.fixture(scope="module")
+def llama_cpp_check():
+    """benchmarks/llama_cpp_check.py, whose write_hybrid writes the recurrent GGUFs that a real
+    llama.cpp loads there (docs/llama_cpp_check.md) and returns their equivalent config.json."""
+    import importlib.util
+    pytest.importorskip("gguf")
+    spec = importlib.util.spec_from_file_location("llama_cpp_check", os.path.join(HERE, "..", "benchmarks",
+                                                                                    "llama_cpp_check.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _lcpp_parts(model, **inputs):
+    est = vramsym.estimate(model, "llama_cpp", inputs={"batch": 3, "seq": 1024, **inputs})
+    return {c.name: c.bytes for c in est.all_components}
+
+
+@pytest.mark.parametrize("arch, pattern", [("mamba", "sss"), ("mamba2", "mmmm"), ("granitehybrid", "mamam"),
+                                           ("qwen3next", "gaga"), ("nemotron_h", "mafm")])
+def test_recurrent_gguf_reads_as_its_config(tmp_path, llama_cpp_check, arch, pattern):
+    # the GGUF (llama.cpp's conversion/*.py keys: ssm.conv_kernel, inner_size, state_size,
+    # time_step_rank, group_count; head_count_kv / feed_forward_length per block; Qwen3-Next's
+    # full_attention_interval) must give what the model's config.json gives: its KV, recurrent
+    # state and compute buffer; the weights are the file's tensors
+    gguf_path, cfg_path = tmp_path / f"{arch}.gguf", tmp_path / "config.json"
+    cfg_path.write_text(json.dumps(llama_cpp_check.write_hybrid(str(gguf_path), arch, pattern)))
+    from_file, from_cfg = _lcpp_parts(str(gguf_path)), _lcpp_parts(str(cfg_path))
+    for name in ("lcpp_kv_cache", "lcpp_rs_cache", "lcpp_compute"):
+        assert from_file[name] == from_cfg[name], name
+    assert from_file["lcpp_rs_cache"] > 0 and (from_file["lcpp_kv_cache"] > 0) == ("a" in pattern)
+    m = vramsym.load_model(str(gguf_path))
+    assert from_file["lcpp_weights"] + from_file["lcpp_weights_host"] == m.checkpoint["weight_bytes"]
+    assert m.config["model_type"] == json.loads(cfg_path.read_text())["model_type"]
+
+
+def _recurrent_gguf(path, arch="granitehybrid", **kv):
+    """A tiny recurrent GGUF header whose metadata ``kv`` (key after the architecture -> value, None
+    to leave it out) replaces the usual."""
+    gguf = pytest.importorskip("gguf")
+    import numpy as np
+    w = gguf.GGUFWriter(str(path), arch)
+    keys = {"embedding_length": 64, "block_count": 2, "ssm.conv_kernel": 4, "ssm.inner_size": 128,
+            "ssm.state_size": 16, "ssm.time_step_rank": 4, "ssm.group_count": 1, "attention.head_count": 4,
+            "attention.head_count_kv": [0, 2], "feed_forward_length": 96, **kv}
+    for key, value in keys.items():
+        if value is None:
+            continue
+        if isinstance(value, list):
+            w.add_array(f"{arch}.{key}", value)
+        else:
+            w.add_uint32(f"{arch}.{key}", value) if value >= 0 else w.add_int32(f"{arch}.{key}", value)
+    w.add_token_list([f"t{i}".encode() for i in range(64)])
+    w.add_tensor("token_embd.weight", np.zeros((64, 64), dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return str(path)
+
+
+@pytest.mark.parametrize("arch, kv, needle", [
+    ("granitehybrid", {"attention.head_count_kv": [0, 2, 2]}, "has 3 items, but block_count is 2"),
+    ("granitehybrid", {"attention.head_count_kv": [0, -2]}, "not a whole number >= 0"),
+    ("granitehybrid", {"ssm.state_size": None}, "ssm.state_size is not set"),
+    ("granitehybrid", {"ssm.inner_size": 100}, "not a whole multiple of embedding_length 64"),
+    ("mamba2", {"ssm.time_step_rank": 3}, "not a whole number of the 3 heads"),
+    ("qwen3next", {"ssm.inner_size": 96}, "not time_step_rank 4 x state_size 16"),
+    ("qwen3next", {"ssm.inner_size": 64}, "full_attention_interval is not set"),
+    ("nemotron_h", {"feed_forward_length": None}, "feed_forward_length is not set"),
+    ("jamba", {}, "recurrent (ssm.*) metadata whose layout vramsym does not read"),
+    ("falcon-h1", {}, "recurrent (ssm.*) metadata whose layout vramsym does not read"),
+])
+def test_recurrent_gguf_metadata_that_cannot_be_read_is_exit_1(tmp_path, capsys, arch, kv, needle):
+    path = _recurrent_gguf(tmp_path / "bad.gguf", arch, **kv)
+    code, out, err = cli(capsys, "estimate", "--model", path, "--regime", "llama_cpp", "--batch", "1", "--seq", "64")
+    assert code == ExitStatus.BAD_INPUT, (code, out, err)
+    assert needle in err and "bad.gguf" in err and "Traceback" not in err, err
+
+
+def test_gguf_per_layer_arrays_are_kept_up_to_a_bound(tmp_path):
+    # integer arrays of at most MAX_ARRAY_KEPT items are read (per-block counts); longer ones are
+    # walked and recorded by their count, and a field that needs a number says so
+    from vramsym.catalog.gguf_file import MAX_ARRAY_KEPT, read_gguf
+    path = _recurrent_gguf(tmp_path / "long.gguf", **{"attention.head_count_kv": [0, 2]})
+    meta, _ = read_gguf(path)
+    assert meta["granitehybrid.attention.head_count_kv"] == (0, 2)
+    long = _recurrent_gguf(tmp_path / "long2.gguf", **{"attention.head_count_kv": [1] * (MAX_ARRAY_KEPT + 1)})
+    with pytest.raises(InputError) as e:
+        vramsym.load_model(long)
+    assert f"an array of {MAX_ARRAY_KEPT + 1:,} items" in str(e.value)
+
+
 # ---- Hugging Face ids from a cache in huggingface_hub's layout ----
 
 def build_hub_cache(root, repo="tiny-org/tiny-llama", tensors=None, rev="0123456789abcdef0123456789abcdef01234567"):

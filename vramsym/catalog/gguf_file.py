@@ -47,11 +47,17 @@ HPARAMS = {
 }
 # general.architecture -> Hugging Face model_type, where they differ
 ARCH = {"gemma3": "gemma3_text", "qwen3moe": "qwen3_moe", "qwen2moe": "qwen2_moe", "gpt2": "gpt2"}
+# recurrent general.architecture -> Hugging Face model_type: their ssm.* keys and per-layer arrays are
+# mapped onto the config fields the formula files read (_recurrent_config); another architecture
+# with ssm.* keys (jamba, falcon-h1, qwen35, ...) is refused rather than read as attention blocks
+RECURRENT = {"mamba": "mamba", "mamba2": "mamba2", "granitehybrid": "granitemoehybrid", "qwen3next": "qwen3_next",
+             "nemotron_h": "nemotron_h", "nemotron_h_moe": "nemotron_h"}
 # general.file_type (llama_ftype) -> the quant option's GGUF choices (formulas/dtypes.vram)
 FTYPE_QUANT = {2: "q4_0", 7: "q8_0", 15: "q4_k_m"}
 
 MAX_NAME_BYTES = 65535          # keys and tensor names (gguf.md: a key is at most 65535 bytes)
 MAX_STRING_KEPT = 1 << 16        # longer string values are skipped, recorded by their length only
+MAX_ARRAY_KEPT = 1 << 16         # integer and bool arrays up to this many items are kept (per-layer values)
 _MAX_DIMS = 4                    # GGML_MAX_DIMS
 _GATED_Q = {"qwen3next"}         # architectures whose attn_q also holds a gate (twice the outputs)
 
@@ -61,6 +67,7 @@ _FORMAT = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<B
 _TYPE_NAMES = {0: "uint8", 1: "int8", 2: "uint16", 3: "int16", 4: "uint32", 5: "int32", 6: "float32",
                7: "bool", 8: "string", 9: "array", 10: "uint64", 11: "int64", 12: "float64"}
 _U64 = struct.Struct("<Q")
+_WHOLE_ITEMS = {0, 1, 2, 3, 4, 5, 7, 10, 11}     # the integer types and bool: arrays of them are kept
 
 
 def _bad(path, what) -> InputError:
@@ -90,6 +97,8 @@ def _kind(v) -> str:
     """How a metadata value is described when it is not the kind a field needs."""
     if isinstance(v, Array):
         return f"an array of {v.count:,} items"
+    if isinstance(v, tuple):
+        return f"an array of {len(v):,} items"
     if isinstance(v, bool):
         return f"a boolean ({str(v).lower()})"
     if isinstance(v, (str, LongString)):
@@ -195,6 +204,9 @@ class _Walker:
             itype, count = self.u32(what), self.u64(what)
             if depth > 3:
                 raise _bad(self.path, f"{what} nests arrays more than 4 deep")
+            if itype in _WHOLE_ITEMS and count <= MAX_ARRAY_KEPT:    # per-layer counts: kept as a tuple
+                items = struct.unpack(f"<{count}{_FORMAT[itype][1]}", self.read(count * _SCALAR[itype], what))
+                return tuple(bool(x) for x in items) if itype == 7 else items
             if itype in _SCALAR:
                 self.take(count * _SCALAR[itype], what)
             elif itype in (8, 9):
@@ -248,7 +260,8 @@ def ggml_types() -> dict:
 
 def read_gguf(path, root=None):
     """(metadata dict, Checkpoint) of a GGUF file, from its header. Metadata values are ints,
-    floats, bools, strings, :class:`Array` (item type and count) or :class:`LongString`."""
+    floats, bools, strings, tuples (arrays of at most MAX_ARRAY_KEPT integers or bools: per-layer
+    values), :class:`Array` (any other array: item type and count) or :class:`LongString`."""
     f, size = open_member(path, root, "GGUF file")
     with f:
         try:
@@ -332,11 +345,11 @@ def _check_heads(path, arch, meta, tensors):
     """The attention head counts against the shapes of the q and k projections, where they exist:
     ``attn_q`` has head_count x key_length outputs, ``attn_k`` head_count_kv x key_length
     (key_length defaults to embedding_length / head_count)."""
-    nh = meta.get(f"{arch}.attention.head_count")
+    nh = _layers_max(meta.get(f"{arch}.attention.head_count"))
     if not isinstance(nh, int) or nh <= 0:
         return
     nkv_key = f"{arch}.attention.head_count_kv"
-    nkv = meta.get(nkv_key, nh)
+    nkv = _layers_max(meta.get(nkv_key, nh))
     kl = meta.get(f"{arch}.attention.key_length")
     emb = meta.get(f"{arch}.embedding_length")
     if kl is None and not isinstance(emb, int):
@@ -364,6 +377,116 @@ def _check_heads(path, arch, meta, tensors):
                          f"{list(t.shape)}), {said} of {per}{' (x 2 for the gate)' if factor > 1 else ''}")
 
 
+def _layers_max(v):
+    """A per-layer array's largest item (the attention layers' head count where recurrent layers
+    have 0); any other value as it is."""
+    if isinstance(v, tuple) and v and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        return max(v)
+    return v
+
+
+def _per_layer(path, meta, key, n_layers, default=None) -> list:
+    """``key``'s value for each of the ``n_layers`` blocks: a whole number for all of them, or an
+    array of one per block (checked: as many items as blocks, whole numbers >= 0)."""
+    v = meta.get(key, default)
+    if v is None:
+        raise _bad(path, f"metadata {key} is not set: a recurrent architecture's layout needs it")
+    if isinstance(v, bool) or not isinstance(v, (int, tuple)):
+        raise _bad(path, f"metadata {key} is {_kind(v)}, not a whole number or one per block")
+    items = list(v) if isinstance(v, tuple) else [v] * n_layers
+    if len(items) != n_layers:
+        raise _bad(path, f"metadata {key} has {len(items):,} items, but block_count is {n_layers:,}")
+    if any(isinstance(x, bool) or x < 0 for x in items):
+        raise _bad(path, f"metadata {key} holds a value that is not a whole number >= 0")
+    return items
+
+
+def _recurrent_config(path, arch, meta, names) -> dict:
+    """The config.json fields of a recurrent GGUF architecture (RECURRENT), from its ssm.* keys
+    and the per-layer arrays that say which blocks are recurrent; the keys as llama.cpp's
+    conversion/*.py writes them and src/models/*.cpp reads them."""
+    def need(key, minimum=1):
+        v = meta.get(f"{arch}.{key}")
+        if v is None:
+            raise _bad(path, f"metadata {arch}.{key} is not set: a {arch} model needs it")
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise _bad(path, f"metadata {arch}.{key} is {_kind(v)}, not a whole number: a {arch} model needs it")
+        if v < minimum:
+            raise _bad(path, f"metadata {arch}.{key} is {v}, below {minimum}")
+        return v
+
+    h, n = need("embedding_length"), need("block_count")
+    inner, state, conv, rank = (need("ssm.inner_size"), need("ssm.state_size"), need("ssm.conv_kernel"),
+                                need("ssm.time_step_rank"))
+    mt = RECURRENT[arch]
+    if arch != "qwen3next" and inner % h:
+        raise _bad(path, f"metadata {arch}.ssm.inner_size {inner} is not a whole multiple of embedding_length {h} "
+                         "(the expansion factor the Mamba mixers are built from)")
+    if arch == "mamba":          # conversion/mamba.py MambaModel: Falcon-Mamba sets ssm.dt_b_c_rms
+        mt = "falcon_mamba" if meta.get(f"{arch}.ssm.dt_b_c_rms") is True else "mamba"
+        return {"model_type": mt, "intermediate_size": inner, "expand": inner // h, "state_size": state,
+                "conv_kernel": conv, "time_step_rank": rank, "use_conv_bias": "blk.0.ssm_conv1d.bias" in names,
+                "use_bias": "blk.0.ssm_in.bias" in names}
+    if inner % rank:
+        raise _bad(path, f"metadata {arch}.ssm.inner_size {inner} is not a whole number of the "
+                         f"{rank} heads of {arch}.ssm.time_step_rank")
+    groups = need("ssm.group_count")
+    if arch == "qwen3next":     # conversion/qwen.py Qwen3NextModel: key heads as groups, value heads as the rank
+        if inner != rank * state:
+            raise _bad(path, f"metadata {arch}.ssm.inner_size {inner} is not time_step_rank {rank} x "
+                             f"state_size {state} (value heads of the key heads' width: llama.cpp's qwen3next)")
+        rec = meta.get(f"{arch}.attention.recurrent_layers")
+        if rec is not None:
+            recurrent = _per_layer(path, meta, f"{arch}.attention.recurrent_layers", n)
+            types = ["linear_attention" if r else "full_attention" for r in recurrent]
+        else:
+            every = need("full_attention_interval")
+            types = ["linear_attention" if (i + 1) % every else "full_attention" for i in range(n)]
+        out = {"model_type": mt, "layer_types": types, "linear_num_key_heads": groups,
+               "linear_num_value_heads": rank, "linear_key_head_dim": state, "linear_value_head_dim": state,
+               "linear_conv_kernel_dim": conv}
+        shared = meta.get(f"{arch}.expert_shared_feed_forward_length")
+        if isinstance(shared, int) and not isinstance(shared, bool):
+            out["shared_expert_intermediate_size"] = shared
+        return out
+    mamba2 = {"mamba_n_heads": rank, "mamba_d_head": inner // rank, "mamba_n_groups": groups,
+              "mamba_d_state": state, "mamba_d_conv": conv, "mamba_expand": inner // h,
+              "mamba_conv_bias": "blk.0.ssm_conv1d.bias" in names, "mamba_proj_bias": "blk.0.ssm_in.bias" in names}
+    if arch == "mamba2":        # conversion/mamba.py Mamba2Model
+        return {"model_type": mt, "num_heads": rank, "head_dim": inner // rank, "n_groups": groups,
+                "state_size": state, "conv_kernel": conv, "expand": inner // h,
+                "use_conv_bias": mamba2["mamba_conv_bias"], "use_bias": mamba2["mamba_proj_bias"]}
+    kv = _per_layer(path, meta, f"{arch}.attention.head_count_kv", n)
+    if arch == "granitehybrid":  # conversion/granite.py GraniteHybridModel: head_count_kv 0 marks a Mamba2 block
+        experts = meta.get(f"{arch}.expert_count", 0)
+        ffn = meta.get(f"{arch}.expert_shared_feed_forward_length", meta.get(f"{arch}.feed_forward_length"))
+        out = {"model_type": mt, **mamba2, "layer_types": ["attention" if k else "mamba" for k in kv],
+               "num_local_experts": experts if isinstance(experts, int) else 0,
+               "position_embedding_type": "nope" if meta.get(f"{arch}.rope.scaling.finetuned") is False else "rope"}
+        if isinstance(ffn, int) and not isinstance(ffn, bool):
+            out["shared_intermediate_size"] = ffn
+        return out
+    # nemotron_h, nemotron_h_moe (conversion/nemotron.py NemotronHModel): head_count_kv > 0 marks an
+    # attention block, feed_forward_length > 0 an MLP (a mixture of experts where there are experts),
+    # every other block a Mamba2 mixer
+    ff = _per_layer(path, meta, f"{arch}.feed_forward_length", n)
+    experts = meta.get(f"{arch}.expert_count", 0)
+    moe = isinstance(experts, int) and not isinstance(experts, bool) and experts > 0
+    pattern = "".join("*" if k else ("E" if moe else "-") if f else "M" for k, f in zip(kv, ff))
+    out = {"model_type": mt, "hybrid_override_pattern": pattern, "mamba_num_heads": rank,
+           "mamba_head_dim": inner // rank, "n_groups": groups, "ssm_state_size": state, "conv_kernel": conv,
+           "use_conv_bias": mamba2["mamba_conv_bias"], "use_bias": mamba2["mamba_proj_bias"]}
+    dense = [f for f in ff if f]
+    if dense and not moe:
+        out["intermediate_size"] = max(dense)
+    if moe:
+        out.update(n_routed_experts=experts, moe_intermediate_size=max(dense) if dense else 0)
+        shared = meta.get(f"{arch}.expert_shared_feed_forward_length")
+        if isinstance(shared, int) and not isinstance(shared, bool):
+            out["moe_shared_expert_intermediate_size"] = shared
+    return out
+
+
 def config_of(meta: dict, ckpt: Checkpoint) -> tuple:
     """(a config.json-like dict, notes) from the GGUF metadata."""
     arch = meta.get("general.architecture")
@@ -372,15 +495,28 @@ def config_of(meta: dict, ckpt: Checkpoint) -> tuple:
     cfg = {"model_type": ARCH.get(arch, arch), "architectures": [f"gguf:{arch}"]}
     notes = []
     path = ckpt.files[0]
+    names = {t.name for t in ckpt.tensors}
+    per_layer = ()
+    if arch in RECURRENT:
+        cfg.update(_recurrent_config(path, arch, meta, names))
+        per_layer = ("attention.head_count", "attention.head_count_kv", "feed_forward_length",
+                     "expert_feed_forward_length")     # one per block: the layout is read above
+        notes.append(f"recurrent blocks from the ssm.* metadata ({cfg['model_type']})")
+    elif any(k.startswith(f"{arch}.ssm.") for k in meta):
+        raise _bad(path, f"architecture '{arch[:80]}' has recurrent (ssm.*) metadata whose layout vramsym does "
+                         f"not read (it reads {', '.join(sorted(RECURRENT))}): give the model's config.json "
+                         "instead, refused rather than read as attention blocks")
     for key, field in HPARAMS.items():
         if f"{arch}.{key}" in meta:
-            cfg[field] = _hparam(path, f"{arch}.{key}", meta[f"{arch}.{key}"], key not in _FLOATS)
+            value = meta[f"{arch}.{key}"]
+            if key in per_layer and isinstance(value, tuple):
+                value = _layers_max(value)
+            cfg[field] = _hparam(path, f"{arch}.{key}", value, key not in _FLOATS)
     tokens = meta.get("tokenizer.ggml.tokens")
     if "vocab_size" not in cfg and isinstance(tokens, Array):
         cfg["vocab_size"] = tokens.count             # the tokenizer's token count
     _check_blocks(path, arch, meta, ckpt.tensors)
     _check_heads(path, arch, meta, ckpt.tensors)
-    names = {t.name for t in ckpt.tensors}
     cfg["tie_word_embeddings"] = "output.weight" not in names
     if f"{arch}.attention.key_length" not in meta:
         notes.append("no attention.key_length in the metadata: head_dim = embedding_length / head_count")
