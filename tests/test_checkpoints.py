@@ -287,6 +287,20 @@ def test_llama_cpp_cache_types_and_padding(tmp_path, capsys):
     assert json.loads(out)["value"] % 256 == 0         # the context is padded to 256 cells
 
 
+def test_llama4_chunked_layers_keep_a_window_in_llama_cpp():
+    # src/models/llama4.cpp: LLAMA_SWA_TYPE_CHUNKED, n_swa 8192, pattern 4 (layers 3, 7, ... full);
+    # llama-kv-cache-iswa.cpp: the chunked layers' cache is PAD(min(n_ctx, n_swa + n_ubatch), 256) cells
+    model = vramsym.load_model("llama-4-scout")
+    cfg = model.config
+    layers, kv_heads, d = cfg["num_hidden_layers"], cfg["num_key_value_heads"], cfg["head_dim"]
+    full = sum(1 for i in range(layers) if (i + 1) % 4 == 0)
+    ctx, window = 65536, -(-(8192 + 512) // 256) * 256
+    est = vramsym.estimate(model, "llama_cpp", inputs={"batch": 1, "seq": ctx}, options={"quant": "q4_k_m"})
+    kv = next(c.bytes for c in est.components if c.name == "lcpp_kv_cache")
+    per_cell = 2 * kv_heads * d * 2            # F16 K and V of one layer
+    assert kv == (full * ctx + (layers - full) * window) * per_cell
+
+
 def test_every_llama_cpp_term_cites_llama_cpp(lib):
     from pathlib import Path
     text = (Path(HERE).parent / "formulas" / "llama_cpp.vram").read_text()
