@@ -519,7 +519,7 @@ def is_moe(r) -> bool:
     if key not in _MOE_MODELS:
         cfg = r.get("config") if r["model"] == "synthetic" else dict(vramsym.load_model(r["model"]).raw_config)
         cfg = cfg or {}
-        _MOE_MODELS[key] = _is_moe(cfg) or _is_moe(cfg.get("text_config") or {})
+        _MOE_MODELS[key] = _is_moe(cfg)
     return _MOE_MODELS[key]
 
 
@@ -568,7 +568,9 @@ def summary_lines(rows, seed, k, small, multi, families=(), target="docs/accurac
              "(vramsym says it fits, the job runs out of memory).", "",
              f"**{len(rows)} cases: {len(done)} measured, "
              f"{sum('unsupported' in r for r in rows)} the harness does not run, "
-             f"{sum('failed' in r for r in rows)} failed.**", ""]
+             f"{sum('failed' in r for r in rows)} failed"
+             + (f", {sum('skipped' in r for r in rows)} skipped in this run" if any('skipped' in r for r in rows) else "")
+             + ".**", ""]
     if not done:
         return lines
 
@@ -628,7 +630,7 @@ def summary_lines(rows, seed, k, small, multi, families=(), target="docs/accurac
     if other:
         lines += ["## Cases not measured", "", "| model | regime | layout | why |", "|---|---|---|---|"]
         for r in other:
-            why = (r.get("unsupported") or r.get("failed") or "").replace("|", "\\|")[:200]
+            why = (r.get("unsupported") or r.get("failed") or r.get("skipped") or "").replace("|", "\\|")[:200]
             lines.append(f"| {r['model']} {r['family']} | {r['regime']} | {r['layout']} | {why} |")
         lines.append("")
     return lines
@@ -653,9 +655,15 @@ def main(argv=None):
                                        "(families described after a seed's sweep, under a seed of their own)")
     ap.add_argument("--catalog", help="comma-separated catalog model names: draw these only, at full size "
                                       "(models added later, under a seed of their own)")
+    ap.add_argument("--skip", help="comma-separated case indices not to measure in this run (a case too long for the "
+                                   "machine at hand): the report lists them as skipped, --out does not record them")
     a = ap.parse_args(argv)
     families = [f for f in (a.families or "").split(",") if f]
     catalog = [m for m in (a.catalog or "").split(",") if m]
+    try:
+        skip = {int(i) for i in (a.skip or "").split(",") if i.strip()}
+    except ValueError:
+        ap.error(f"--skip: {a.skip!r} is not a comma-separated list of case indices")
     names = {m["name"] for m in vramsym.catalog_models()}
     unknown = [m for m in catalog if m.lower() not in names]
     if unknown:
@@ -683,6 +691,12 @@ def main(argv=None):
             continue
         if i in done:
             rows.append(done[i])
+            continue
+        if i in skip:
+            rows.append(dict(model=case["model"].get("catalog", "synthetic"), family=case["family"], regime=case["regime"], layout=case.get("layout", "1 GPU"),
+                             batch=case["batch"], seq=case["seq"], options=case["options"], inputs=case["inputs"],
+                             skipped="not measured in this run (--skip: too long for the machine it ran on)",
+                             index=i, seed=a.seed))
             continue
         r = dict(run_case(case, lib), index=i, seed=a.seed)
         rows.append(r)

@@ -95,3 +95,14 @@ def test_the_moe_bounds_apply_to_every_model_with_experts():
     assert S.bound_group(dict(row, family="llama", model="llama-3.1-8b")) == "single GPU"
     assert S.bound_group(dict(row, family="llama", model="synthetic", config={"num_local_experts": 4})) == "single GPU, MoE"
     assert S.bound_group(dict(row, layout="fsdp2 zero-3 x 4")) == "multi-GPU"
+
+
+def test_moe_bounds_follow_the_experts_of_the_text_model():
+    # a multimodal or wrapped config names its experts in text_config (Qwen3.5-MoE, Llama 4): the
+    # harness routes them as experts and the sweep gives the row the MoE bounds
+    from vramsym.measure.hf_model import _is_moe
+    assert _is_moe({"text_config": {"num_experts": 8}}) and _is_moe({"n_routed_experts": 64})
+    assert not _is_moe({"num_local_experts": 1}) and not _is_moe({"text_config": {"num_experts": 1}})
+    assert not _is_moe({"text_config": "not a dict"})
+    row = {"model": "synthetic", "config": {"model_type": "x", "text_config": {"num_local_experts": 4}}}
+    assert S.is_moe(row)

@@ -35,9 +35,10 @@ MOE_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_exp
 
 
 def _is_moe(config: dict) -> bool:
-    for k in MOE_KEYS:
-        v = config.get(k)
-        if isinstance(v, int) and v > 1:
+    """The model routes tokens to experts: its config, or the text model's (``text_config`` of a
+    multimodal or wrapped config: Qwen3.5-MoE, Llama 4), names more than one expert (MOE_KEYS)."""
+    for cfg in (config, config.get("text_config")):
+        if isinstance(cfg, dict) and any(isinstance(cfg.get(k), int) and cfg.get(k) > 1 for k in MOE_KEYS):
             return True
     return False
 
