@@ -49,6 +49,24 @@ GGML = {"f16": 1, "q8_0": 8}
 MIB = 1 << 20
 
 
+def _add_vocabulary(w, vocab):
+    """A SentencePiece-style vocabulary of ``vocab`` tokens (<unk>, <s>, </s> and placeholders)."""
+    w.add_tokenizer_model("llama")
+    w.add_token_list([b"<unk>", b"<s>", b"</s>"] + [f"t{i}".encode() for i in range(3, vocab)])
+    w.add_token_scores([0.0] * vocab)
+    w.add_token_types([2, 3, 3] + [1] * (vocab - 3))
+    w.add_unk_token_id(0)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+
+
+def _write_file(w):
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def write_llama(path, qtype, layers=4, h=256, ff=512, nq=4, nkv=2, vocab=512):
     import gguf
     import numpy as np
@@ -63,13 +81,7 @@ def write_llama(path, qtype, layers=4, h=256, ff=512, nq=4, nkv=2, vocab=512):
     w.add_layer_norm_rms_eps(1e-5)
     w.add_rope_dimension_count(h // nq)
     w.add_file_type(1 if qtype == "f16" else 7)
-    w.add_tokenizer_model("llama")
-    w.add_token_list([b"<unk>", b"<s>", b"</s>"] + [f"t{i}".encode() for i in range(3, vocab)])
-    w.add_token_scores([0.0] * vocab)
-    w.add_token_types([2, 3, 3] + [1] * (vocab - 3))
-    w.add_unk_token_id(0)
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
+    _add_vocabulary(w, vocab)
     rng = np.random.default_rng(0)
     qt = T.F16 if qtype == "f16" else T.Q8_0
 
@@ -96,10 +108,7 @@ def write_llama(path, qtype, layers=4, h=256, ff=512, nq=4, nkv=2, vocab=512):
         matrix(f"blk.{i}.ffn_down.weight", h, ff)
     vector("output_norm.weight", h)
     matrix("output.weight", vocab, h)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    _write_file(w)
 
 
 def write_hybrid(path, arch, pattern, h=256, ff=512, nq=4, nkv=2, vocab=512, d_state=64, ssm_heads=8, groups=2,
@@ -155,13 +164,7 @@ def write_hybrid(path, arch, pattern, h=256, ff=512, nq=4, nkv=2, vocab=512, d_s
         w.add_expert_feed_forward_length(ff_exp)
         w.add_expert_shared_feed_forward_length(ff)
     w.add_file_type(1)
-    w.add_tokenizer_model("llama")
-    w.add_token_list([b"<unk>", b"<s>", b"</s>"] + [f"t{i}".encode() for i in range(3, vocab)])
-    w.add_token_scores([0.0] * vocab)
-    w.add_token_types([2, 3, 3] + [1] * (vocab - 3))
-    w.add_unk_token_id(0)
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
+    _add_vocabulary(w, vocab)
     rng = np.random.default_rng(0)
 
     def matrix(name, rows, cols, dtype=np.float16):
@@ -235,10 +238,7 @@ def write_hybrid(path, arch, pattern, h=256, ff=512, nq=4, nkv=2, vocab=512, d_s
         block(i, kind)
     vector("output_norm.weight", h)
     matrix("output.weight", vocab, h)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    _write_file(w)
     common = {"hidden_size": h, "vocab_size": vocab, "num_hidden_layers": len(pattern), "tie_word_embeddings": False,
               "max_position_embeddings": 4096, "torch_dtype": "float16"}
     mamba2 = {"mamba_n_heads": ssm_heads, "mamba_d_head": d_inner // ssm_heads, "mamba_d_state": d_state,
