@@ -569,7 +569,7 @@ def summary_lines(rows, seed, k, small, multi, families=(), target="docs/accurac
              f"**{len(rows)} cases: {len(done)} measured, "
              f"{sum('unsupported' in r for r in rows)} the harness does not run, "
              f"{sum('failed' in r for r in rows)} failed"
-             + (f", {sum('skipped' in r for r in rows)} skipped in this run" if any('skipped' in r for r in rows) else "")
+             + (f", {sum('skipped' in r for r in rows)} not measured yet" if any('skipped' in r for r in rows) else "")
              + ".**", ""]
     if not done:
         return lines
@@ -655,8 +655,9 @@ def main(argv=None):
                                        "(families described after a seed's sweep, under a seed of their own)")
     ap.add_argument("--catalog", help="comma-separated catalog model names: draw these only, at full size "
                                       "(models added later, under a seed of their own)")
-    ap.add_argument("--skip", help="comma-separated case indices not to measure in this run (a case too long for the "
-                                   "machine at hand): the report lists them as skipped, --out does not record them")
+    ap.add_argument("--skip", help="comma-separated case indices not to measure in this run (left for a later run, "
+                                   "or too long for the machine at hand): the report lists them as not measured yet, "
+                                   "--out does not record them")
     a = ap.parse_args(argv)
     families = [f for f in (a.families or "").split(",") if f]
     catalog = [m for m in (a.catalog or "").split(",") if m]
@@ -695,7 +696,7 @@ def main(argv=None):
         if i in skip:
             rows.append(dict(model=case["model"].get("catalog", "synthetic"), family=case["family"], regime=case["regime"], layout=case.get("layout", "1 GPU"),
                              batch=case["batch"], seq=case["seq"], options=case["options"], inputs=case["inputs"],
-                             skipped="not measured in this run (--skip: too long for the machine it ran on)",
+                             skipped="not measured yet (--skip: left for a later run)",
                              index=i, seed=a.seed))
             continue
         r = dict(run_case(case, lib), index=i, seed=a.seed)
