@@ -385,10 +385,10 @@ def _layers_max(v):
     return v
 
 
-def _per_layer(path, meta, key, n_layers, default=None) -> list:
+def _per_layer(path, meta, key, n_layers) -> list:
     """``key``'s value for each of the ``n_layers`` blocks: a whole number for all of them, or an
     array of one per block (checked: as many items as blocks, whole numbers >= 0)."""
-    v = meta.get(key, default)
+    v = meta.get(key)
     if v is None:
         raise _bad(path, f"metadata {key} is not set: a recurrent architecture's layout needs it")
     if isinstance(v, bool) or not isinstance(v, (int, tuple)):
