@@ -305,6 +305,9 @@ def unmodelled(model: ModelSpec, components, values=None, options=None, regime=N
         what = (own.get("regimes") or {}).get(regime)                  # a regime not derived for the family
     if what is not None:
         return what
+    what = _regime_gap(regime, cfg)                                    # a regime not derived for a structure
+    if what is not None:
+        return what
     if not components and cfg.get("arch_layer_mix") != "hybrid" and "inputs" not in own:
         return None             # what every evaluation asks (its layout): nothing to read for these
     for term in components:
@@ -345,6 +348,13 @@ def unmodelled(model: ModelSpec, components, values=None, options=None, regime=N
         if mixed and below:
             return partial.format(mixers=mixers)
     return _option_gap(data.get("options"), options, regime, cfg, mixers=mixers)
+
+
+def _regime_gap(regime, cfg: dict) -> str | None:
+    """The sentence of the first rule of ``_checks.regime_unmodelled`` that names ``regime`` and
+    whose condition holds for the config (SGLang for a model with sliding-window layers), or None."""
+    rules = ((_architectures().get("_checks") or {}).get("regime_unmodelled") or {}).get("rules") or []
+    return next((r["what"] for r in rules if regime in r.get("regimes", ()) and _applies(r, cfg)), None)
 
 
 def _option_gap(rules, options, regime, cfg, **names) -> str | None:
