@@ -366,3 +366,38 @@ def test_a_manual_loop_over_a_config_that_keeps_its_cache_says_what_to_do(tmp_pa
     p = tmp_path / "config.json"
     p.write_text(json.dumps({k: v for k, v in cfg.items() if not k.startswith("arch_")} | {"use_cache": False}))
     assert not said(str(p))
+
+
+@pytest.mark.parametrize("gpu,logged,unit", [
+    ("m1-16gb", "10922.67", 2**20),          # llama.cpp 2023: bytes / 2^20 (ise-uiuc/magicoder#19)
+    ("m4-16gb", "11453.25", 10**6),          # llama.cpp 2024+: bytes / 1e6 (ggml-org/ci, ggml-100-mac-m4)
+    ("m2-max-32gb", "21845.34", 2**20),      # ollama/ollama#434
+    ("mac-36gb", "28991.03", 10**6),
+    ("m1-max-64gb", "49152.00", 2**20),      # ggml-org/llama.cpp#1870
+    ("m2-max-96gb", "73728.00", 2**20),      # ggml-org/llama.cpp#3213
+    ("m3-max-128gb", "103079.22", 10**6),
+])
+def test_a_mac_gives_the_gpu_metals_working_set_limit_as_llama_cpp_logs_it(capsys, gpu, logged, unit):
+    """Apple silicon shares its memory: the GPU may take Metal's recommendedMaxWorkingSetSize (2/3 of
+    the RAM up to 32 GB, 3/4 above, on macOS 13-15), which llama.cpp's Metal backend logs and reports as
+    the device's total. The capacity is that limit, as llama.cpp printed it for these machines."""
+    from vramsym.catalog.gpus import find_gpu
+    g = find_gpu(gpu)
+    assert f"{g.capacity_bytes / unit:.2f}" == logged
+    assert g.capacity_bytes < g.memory_mib * 2**20
+    code, out, _ = run(capsys, "solve", "max_seq", "--model", "llama-3.2-1b", "--regime", "llama-cpp", "--batch", "1",
+                       "--gpu", gpu, "--json")
+    d = json.loads(out)
+    assert code == ExitStatus.OK and d["capacity_bytes"] == g.capacity_bytes
+    assert d["total_bytes"] <= g.capacity_bytes < d["next_total_bytes"] or d["next_total_bytes"] is None
+    comp = {c["name"]: c["bytes"] for c in d["estimate"]["components"]}
+    assert comp.get("runtime_overhead", 0) == 0          # Metal's working set holds no CUDA context
+
+
+def test_gpus_lists_unified_memory_with_the_gpus_share(capsys):
+    code, out, _ = run(capsys, "gpus", "--json")
+    mac = next(g for g in json.loads(out) if g["name"] == "mac-64gb")
+    assert mac["unified"] is True and mac["capacity_bytes"] == 48 * 2**30 and mac["memory_mib"] == 64 * 1024
+    assert "recommendedMaxWorkingSetSize" in mac["capacity_source"]
+    code, out, _ = run(capsys, "gpus")
+    assert "mac-64gb" in out and "unified, the GPU's working set 48.00 GiB" in out

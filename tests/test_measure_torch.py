@@ -210,3 +210,40 @@ def test_a_type_that_ships_another_familys_modeling_file_is_built_as_that_family
         _build_hf_config(dict(small, model_type="no_such_family"))
     r = measure(small, mode="inference", batch=1, seq=8, precision="bf16")
     assert r["moe"] is True and r["peak_bytes"] > 0
+
+
+def test_latent_attention_with_narrower_values_runs_cudas_memory_efficient_kernel():
+    """Multi-head latent attention hands SDPA keys wider than its values (DeepSeek-V3, Kimi K2: q/k 192,
+    v 128). CUDA's flash kernel refuses unequal head dimensions and the memory-efficient kernel takes
+    them (PyTorch sdp_utils.cpp check_head_dim_size_flash / check_head_dim_size_mem_efficient), so no
+    scores are kept; the CPU's flash kernel refuses them too, and its math path materialized the
+    b x n x s x s scores in fp32: seed 26's Kimi K2 inference at s = 5,441 measured 68 GB of activations
+    where CUDA keeps 12 GB. The measurement runs CUDA's kernel."""
+    import torch.nn.functional as F
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from vramsym.measure.hf_model import _cuda_kernel_patches
+
+    class Ops(TorchDispatchMode):
+        seen = set()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.seen.add(str(func))
+            return func(*args, **(kwargs or {}))
+
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        q, k = torch.randn(1, 2, 64, 24, requires_grad=True), torch.randn(1, 2, 64, 24)
+        v = torch.randn(1, 2, 64, 16)
+        with _cuda_kernel_patches(), Ops() as ops:
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.5)
+    assert out.shape == (1, 2, 64, 16)
+    assert "aten._scaled_dot_product_efficient_attention.default" in ops.seen and "aten.bmm.default" not in ops.seen
+
+    small = dict(model_type="deepseek_v3", hidden_size=64, intermediate_size=96, moe_intermediate_size=32,
+                 num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=4, vocab_size=128,
+                 n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1, first_k_dense_replace=1,
+                 q_lora_rank=32, kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=24, v_head_dim=16,
+                 n_group=1, topk_group=1, max_position_embeddings=2048)
+    b, s, n = 1, 1024, 4
+    r = measure(small, mode="inference", batch=b, seq=s, precision="bf16")
+    assert r["peak_bytes"] < b * n * s * s * 4       # the fp32 scores of the math path alone would be more

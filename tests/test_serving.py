@@ -1,4 +1,8 @@
 """vLLM-faithful serving: max concurrency = floor(num_blocks / blocks per request) as vLLM computes it."""
+from fractions import Fraction
+
+import pytest
+
 import vramsym
 
 
@@ -73,3 +77,61 @@ def test_vllm_blocks_round_up_per_request(lib):
     one = vramsym.estimate(m, "vllm", inputs={"batch": 1, "seq": 17, "capacity": 80 * 10**9}, library=lib)
     kv = next(c for c in one.all_components if c.name == "vllm_kv_cache").bytes
     assert kv == 2 * 16 * 2 * 8 * 128 * 2 * 32                          # 17 tokens take two blocks
+
+
+# SGLang: python/sglang/srt/server_args.py ServerArgs._handle_gpu_memory_settings (the default
+# mem_fraction_static from the card) and the KV pool's size (model_runner profile_max_num_token /
+# KVCacheConfigurator._profile_available_bytes). Each golden value below is SGLang's own arithmetic,
+# written out from those functions, independently of formulas/serving.vram.
+
+def _sglang_fraction(gpu_mib, tp=1, chunked=None, graph_bs=None):
+    """SGLang's default mem_fraction_static for a card of ``gpu_mib`` (nvidia-smi memory.total)."""
+    if chunked is None:
+        chunked = 2048 if gpu_mib < 35 * 1024 else 4096 if gpu_mib < 60 * 1024 else 8192 if gpu_mib < 160 * 1024 else 16384
+    if graph_bs is None:
+        graph_bs = (8 if gpu_mib < 20 * 1024 else (80 if tp >= 4 else 24) if gpu_mib < 35 * 1024
+                    else (160 if tp >= 4 else 32) if gpu_mib < 60 * 1024 else (512 if tp >= 4 else 256) if gpu_mib < 160 * 1024
+                    else 512)
+    reserved = 512 + max(chunked, 2048) * 1.5 + graph_bs * 2 + tp * 1 / 8 * 1024
+    if gpu_mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    return round((gpu_mib - reserved) / gpu_mib, 3)
+
+
+@pytest.mark.parametrize("card,gpu_mib,cuda_total,fraction", [
+    ("rtx-4090", 24564, 24564 * 2**20, 0.847),          # 24 GB class: reserved 512 + 3072 + 48 + 128 MiB
+    ("h100-sxm-80gb", 81559, 85020639232, 0.835),      # 80 GB class: 512 + 12288 + 512 + 128 MiB
+    ("h200-141gb", 143771, 150120431616, 0.907),       # 141 GB class: the same 13,440 MiB
+])
+def test_sglang_sizes_its_pool_as_its_server_args_and_model_runner_do(lib, card, gpu_mib, cuda_total, fraction):
+    m = vramsym.load_model("llama-3.1-8b")
+    assert _sglang_fraction(gpu_mib) == fraction
+    r = vramsym.compile(m, "sglang", library=lib)
+    est = r.evaluate(r.with_gpu({"batch": 1, "seq": 4096}, card))
+    v = est.binding.values
+    assert v["f_sgl"] == Fraction(fraction).limit_denominator(1000) and v["G_sgl"] == gpu_mib
+    # max_total_num_tokens = (free before load x fraction - weights) // cell, page size 1
+    free_before = cuda_total - 500 * 2**20                               # less the CUDA context (cuda_ctx)
+    weights = 2 * 8_030_261_248 + 131072 * 128 * 2                        # parameters and the rotary cos/sin cache
+    cell = 8 * (128 + 128) * 32 * 2                                      # kv heads x (head_dim + v_head_dim) x layers x bf16
+    tokens = (free_before * Fraction(fraction).limit_denominator(1000) - weights) // cell
+    for s in (1024, 4096, 32768):
+        sol = vramsym.solve("max_batch", card, m, "sglang", inputs={"seq": s}, library=lib)
+        assert sol.value == tokens // s
+
+
+def test_sglang_keeps_10_gib_on_a_large_card_and_takes_the_flags_given(lib):
+    """The 10 GiB floor of reserved memory on cards above 60 GiB: with --chunked-prefill-size 2048 an
+    H100's reserve would be 4,224 MiB, and SGLang keeps 10,240; --mem-fraction-static wins over all."""
+    m = vramsym.load_model("llama-3.1-8b")
+    r = vramsym.compile(m, "sglang", library=lib)
+    v = r.evaluate(r.with_gpu({"batch": 1, "seq": 1024, "chunked_prefill_size": 2048}, "h100-sxm-80gb")).binding.values
+    assert v["f_sgl"] == Fraction(_sglang_fraction(81559, chunked=2048)).limit_denominator(1000) == Fraction(874, 1000)
+    v = r.evaluate(r.with_gpu({"batch": 1, "seq": 1024, "mem_fraction_static": "9/10"}, "h100-sxm-80gb")).binding.values
+    assert v["f_sgl"] == Fraction(9, 10)
+
+
+def test_sglang_refuses_what_its_pool_formula_does_not_hold(lib):
+    for name in ("gemma-3-12b", "qwen3-next-80b-a3b", "deepseek-v3.2"):
+        with pytest.raises(vramsym.InputError, match="regime 'sglang' does not model"):
+            vramsym.solve("max_batch", "h100-sxm-80gb", vramsym.load_model(name), "sglang", inputs={"seq": 1024}, library=lib)

@@ -101,9 +101,12 @@ def catalog_models() -> list:
 
 
 def catalog_gpus() -> list:
-    """The bundled GPUs with the memory the driver reports."""
+    """The bundled GPUs with the memory the driver reports; on unified memory (``unified``: Apple
+    silicon) ``capacity_bytes`` is the GPU's working-set limit, from ``capacity_source``."""
     return [{"name": g.name, "memory_mib": g.memory_mib, "capacity_bytes": g.capacity_bytes,
-             "marketed": g.marketed, "aliases": list(g.aliases), "source": g.source} for g in _gpu_catalog()]
+             "marketed": g.marketed, "aliases": list(g.aliases), "source": g.source,
+             **({"unified": True, "capacity_source": g.working_set_source} if g.working_set_bytes is not None else {})}
+            for g in _gpu_catalog()]
 
 
 def advise(model, regime: str = "inference", options=None, inputs=None, gpu="24GB", model_ref=None,

@@ -503,6 +503,10 @@ def cmd_gpus(args, vocabulary):
         _print_json(gpus)
     else:
         for g in gpus:
+            if g.get("unified"):
+                print(f"{g['name']:<22} {g['memory_mib']:>8,} MiB unified, the GPU's working set "
+                      f"{g['capacity_bytes'] / 2**30:.2f} GiB = {g['capacity_bytes'] / 1e9:.2f} GB")
+                continue
             print(f"{g['name']:<22} {g['memory_mib']:>8,} MiB = {g['capacity_bytes'] / 2**30:7.2f} GiB = "
                   f"{g['capacity_bytes'] / 1e9:7.2f} GB  (marketed {g['marketed']})")
     return ExitStatus.OK

@@ -10,17 +10,22 @@ from .paths import formulas_path, read_text
 
 
 class GPU:
-    __slots__ = ("name", "memory_mib", "marketed", "vendor", "kind", "source", "aliases", "inputs")
+    __slots__ = ("name", "memory_mib", "marketed", "vendor", "kind", "source", "aliases", "inputs",
+                 "working_set_bytes", "working_set_source")
 
     def __init__(self, name: str, memory_mib: int, marketed: str, vendor: str, kind: str, source: str,
-                 aliases: tuple[str, ...] = (), inputs=None):
+                 aliases: tuple[str, ...] = (), inputs=None, working_set_bytes=None, working_set_source=""):
         self.name, self.memory_mib, self.marketed, self.vendor = name, memory_mib, marketed, vendor
         self.kind, self.source, self.aliases = kind, source, tuple(aliases)
         self.inputs = dict(inputs or {})   # formula inputs (by alias) this card fixes, e.g. cuda_total
+        # unified memory (Apple silicon): the part the GPU may use, Metal's recommendedMaxWorkingSetSize
+        self.working_set_bytes, self.working_set_source = working_set_bytes, working_set_source
 
     @property
     def capacity_bytes(self) -> int:
-        return self.memory_mib * 2**20
+        """What a job on this device may take: the driver's total, or on unified memory the GPU's
+        working-set limit."""
+        return self.working_set_bytes if self.working_set_bytes is not None else self.memory_mib * 2**20
 
 
 def _norm(s: str) -> str:
@@ -30,7 +35,8 @@ def _norm(s: str) -> str:
 def catalog() -> list[GPU]:
     data = json.loads(read_text(formulas_path() + "/gpus.json"))
     return [GPU(g["name"], int(g["memory_mib"]), g.get("marketed", ""), g.get("vendor", ""),
-                g.get("kind", ""), g.get("memory_mib_source", ""), tuple(g.get("aliases", ())), g.get("inputs"))
+                g.get("kind", ""), g.get("memory_mib_source", ""), tuple(g.get("aliases", ())), g.get("inputs"),
+                int(g["working_set_bytes"]) if "working_set_bytes" in g else None, g.get("working_set_source", ""))
             for g in data["gpus"]]
 
 
@@ -69,6 +75,9 @@ def resolve_capacity(text: str) -> tuple[int, str]:
     how = ("as reported by the driver" if g.source.startswith("driver report")
            else "(the marketed size read as GiB; no driver report recorded)")
     desc = f"{g.name}, {g.marketed}: {g.memory_mib:,} MiB {how}"
+    if g.working_set_bytes is not None:
+        desc = (f"{g.name}, {g.marketed} ({g.memory_mib:,} MiB): the GPU's share, Metal's working-set limit "
+                f"(recommendedMaxWorkingSetSize)")
     key = _norm(t)
     others = [o.name for o in catalog() if o.name != g.name and _norm(o.name).startswith(key)]
     if others and _norm(g.name) != key:

@@ -131,6 +131,13 @@ class _GroupedMM(torch.autograd.Function):
         return grad_a, grad_b, None
 
 
+def _sdpa_signature(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """F.scaled_dot_product_attention's parameters (a builtin: inspect cannot read its signature)."""
+
+
+_SDPA_ARGS = inspect.signature(_sdpa_signature)
+
+
 @contextlib.contextmanager
 def _cuda_kernel_patches():
     """Run dropout the way the CUDA kernels that users train on run it.
@@ -187,6 +194,21 @@ def _cuda_kernel_patches():
             args = args[:3] + (cuda_mask(args[3], args[0]),) + args[4:]
         elif "attn_mask" in kwargs:
             kwargs["attn_mask"] = cuda_mask(kwargs["attn_mask"], args[0] if args else kwargs["query"])
+        a = _SDPA_ARGS.bind(*args, **kwargs)
+        a.apply_defaults()
+        a = a.arguments
+        q, k, v = a["query"], a["key"], a["value"]
+        if (active_fake_mode() is not None and q.size(-1) == k.size(-1) != v.size(-1) and q.size(-3) == k.size(-3) == v.size(-3)
+                and not a.get("enable_gqa") and a["dropout_p"] == 0.0):
+            # keys wider than values (multi-head latent attention: q/k 192, v 128): CUDA's flash
+            # kernel refuses the unequal head dimensions and the memory-efficient one takes them
+            # (sdp_utils.cpp check_head_dim_size_flash / _mem_efficient), saving the output and an
+            # fp32 logsumexp, while the CPU's flash kernel refuses too and the math path would
+            # materialize the b x n x s x s scores in fp32. (Traced under FakeTensorMode only: the
+            # memory-efficient kernel has no CPU implementation, and a real CPU run keeps the math path.)
+            return torch.ops.aten._scaled_dot_product_efficient_attention(
+                q, k, v, a["attn_mask"], torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)),
+                0.0, bool(a["is_causal"]), scale=a["scale"])[0]
         return orig_sdpa(*args, **kwargs)
 
     def grouped_mm(mat_a, mat_b, *, offs=None, bias=None, out_dtype=None):
