@@ -135,3 +135,38 @@ def test_sglang_refuses_what_its_pool_formula_does_not_hold(lib):
     for name in ("gemma-3-12b", "qwen3-next-80b-a3b", "deepseek-v3.2"):
         with pytest.raises(vramsym.InputError, match="regime 'sglang' does not model"):
             vramsym.solve("max_batch", "h100-sxm-80gb", vramsym.load_model(name), "sglang", inputs={"seq": 1024}, library=lib)
+
+
+# TensorRT-LLM (PyTorch backend): tensorrt_llm/_torch/pyexecutor/_util.py KvCacheCreator._cal_max_memory
+# (available_kv_mem = (total_gpu_memory - peak_memory + allocated_bytes) * free_gpu_memory_fraction) and
+# resource_manager.py KVCacheManager (bytes per token, blocks of tokens_per_block). The peak is the dry
+# run's (weights, a forward of max_num_tokens = 8192 tokens) with the CUDA context as its extra cost.
+
+@pytest.mark.parametrize("card,cuda_total", [
+    ("rtx-4090", 24564 * 2**20),
+    ("h100-sxm-80gb", 85020639232),
+    ("h200-141gb", 150120431616),
+])
+def test_trtllm_sizes_its_kv_blocks_as_its_kv_cache_creator_does(lib, card, cuda_total):
+    m = vramsym.load_model("llama-3.1-8b")
+    h, I, n_q, n_kv, d, L = 4096, 14336, 32, 8, 128, 32
+    weights = 2 * 8_030_261_248
+    peak = weights + 8192 * 2 * (4 * h + max(3 * I, (2 * n_q + 2 * n_kv) * d))     # the dry run of 8192 tokens
+    extra = 500 * 2**20                                                              # the CUDA context (non-torch)
+    budget = (cuda_total - peak - extra) * Fraction(9, 10)
+    per_token = 2 * L * n_kv * d * 2                                                 # kv_factor x layers x kv heads x head_dim x bf16
+    blocks = int(budget // per_token) // 32
+    for s in (1000, 4096, 32768):
+        sol = vramsym.solve("max_batch", card, m, "trtllm", inputs={"seq": s}, library=lib)
+        assert sol.value == blocks // -(-s // 32)
+    # the flags the engine takes: free_gpu_memory_fraction, tokens_per_block, max_num_tokens
+    sol = vramsym.solve("max_batch", card, m, "trtllm", inputs={"seq": 4096, "free_gpu_memory_fraction": "1/2",
+                                                                 "tokens_per_block": 64, "max_num_tokens": 2048}, library=lib)
+    peak2 = weights + 2048 * 2 * (4 * h + max(3 * I, (2 * n_q + 2 * n_kv) * d))
+    assert sol.value == int((cuda_total - peak2 - extra) * Fraction(1, 2) // per_token) // 64 // (4096 // 64)
+
+
+def test_trtllm_refuses_what_its_block_formula_does_not_hold(lib):
+    for name in ("gemma-3-12b", "qwen3-next-80b-a3b", "deepseek-v3.2"):
+        with pytest.raises(vramsym.InputError, match="regime 'trtllm' does not model"):
+            vramsym.solve("max_batch", "h100-sxm-80gb", vramsym.load_model(name), "trtllm", inputs={"seq": 1024}, library=lib)
