@@ -170,3 +170,50 @@ def test_trtllm_refuses_what_its_block_formula_does_not_hold(lib):
     for name in ("gemma-3-12b", "qwen3-next-80b-a3b", "deepseek-v3.2"):
         with pytest.raises(vramsym.InputError, match="regime 'trtllm' does not model"):
             vramsym.solve("max_batch", "h100-sxm-80gb", vramsym.load_model(name), "trtllm", inputs={"seq": 1024}, library=lib)
+
+
+# Ollama: llama-server with -c num_ctx x num_parallel and -np num_parallel, --fit placing the layers
+# (Ollama server/routes.go Serve: the default num_ctx from the GPUs' total memory; llm/llama_server.go
+# startLlamaServer; llama.cpp common/common.h fit_params_target = 1 GiB).
+
+@pytest.mark.parametrize("card,model,num_ctx", [
+    ("rtx-3060-12gb", "llama-3.1-8b", 4096),        # below 23 GiB
+    ("rtx-4090", "llama-3.1-8b", 32768),            # 23.99 GiB: at least 23 GiB
+    ("h100-sxm-80gb", "llama-3.1-8b", 131072),      # 262144 from the card, capped at the trained 131072
+    ("h100-sxm-80gb", "mistral-7b-v0.3", 32768),    # capped at its 32768 positions
+])
+def test_ollama_picks_its_context_from_the_card_and_caps_it_at_the_trained_one(lib, card, model, num_ctx):
+    m = vramsym.load_model(model)
+    r = vramsym.compile(m, "ollama", library=lib)
+    est = r.evaluate(r.with_gpu({}, card))
+    v = est.binding.values
+    assert v["num_ctx"] == num_ctx and v["num_parallel"] == 1
+    kv = next(c for c in est.all_components if c.name == "lcpp_kv_cache").bytes
+    plain = vramsym.estimate(m, "llama_cpp", inputs={"batch": 1, "seq": num_ctx, "gpu_layers": v["n_gpu_layers"]},
+                             library=lib)
+    assert kv == next(c for c in plain.all_components if c.name == "lcpp_kv_cache").bytes
+    assert next(c for c in est.all_components if c.name == "lcpp_fit_target").bytes == 2**30
+
+
+@pytest.mark.parametrize("target,card,inputs", [
+    ("max_gpu_layers", "rtx-3060-12gb", {}),
+    ("max_gpu_layers", "rtx-4060", {"num_ctx": 8192}),
+    ("max_num_ctx", "rtx-4090", {}),
+    ("max_num_ctx", "rtx-4090", {"num_parallel": 4}),
+])
+def test_ollama_solves_fit_and_one_more_does_not(lib, target, card, inputs):
+    """`solve max_gpu_layers --regime ollama` gives the layers llama-server's --fit offloads (its 1 GiB
+    kept free) and `solve max_num_ctx` the longest context with every layer on the GPU: the answer's own
+    estimate fits, one more does not."""
+    m = vramsym.load_model("llama-3.1-8b")
+    sol = vramsym.solve(target, card, m, "ollama", inputs=inputs, library=lib)
+    cap = sol.capacity_bytes
+    assert sol.estimate.total_bytes <= cap < sol.next_total_bytes
+    name = target[4:]
+    r = vramsym.compile(m, "ollama", library=lib)
+    one_more = r.evaluate(r.with_gpu(dict(inputs, **{name: sol.value + 1}), card))
+    assert one_more.total_bytes > cap
+    if target == "max_gpu_layers":    # the same answer as llama.cpp given Ollama's -c and --fit on
+        plain = vramsym.solve("max_gpu_layers", card, m, "llama_cpp", options={"fit": "on"},
+                              inputs={"batch": 1, "seq": sol.estimate.binding.values["num_ctx"]}, library=lib)
+        assert plain.value == sol.value

@@ -29,9 +29,9 @@ def main():
     parts.append("")
     for name in sorted(lib.regimes):
         inputs = dict(INPUTS)
-        if name in ("vllm", "sglang", "trtllm", "heuristic_1_3"):
+        if name in ("vllm", "sglang", "trtllm", "ollama", "heuristic_1_3"):
             inputs["capacity"] = 81559 * 2**20
-        if name == "llama_cpp":     # a GGUF file's bytes: here the bf16 weights the formulas count
+        if name in ("llama_cpp", "ollama"):     # a GGUF file's bytes: here the bf16 weights the formulas count
             inputs["W_file"] = vramsym.estimate(model, "inference", inputs=dict(INPUTS), library=lib).component("weights").bytes
         est = vramsym.estimate(model, name, inputs=inputs, library=lib)
         text = vramsym.derive(est, "markdown", library=lib)
