@@ -247,3 +247,33 @@ def test_latent_attention_with_narrower_values_runs_cudas_memory_efficient_kerne
     b, s, n = 1, 1024, 4
     r = measure(small, mode="inference", batch=b, seq=s, precision="bf16")
     assert r["peak_bytes"] < b * n * s * s * 4       # the fp32 scores of the math path alone would be more
+
+
+@pytest.mark.parametrize("model_type", ["deepseek_v3", "mixtral"])
+def test_fp32_routing_weights_make_the_weighted_expert_outputs_fp32(tmp_path, model_type):
+    """DeepSeek-V3's router (and DeepSeek-V2's, GLM-4-MoE's, Mixtral's) hands fp32 routing weights to the
+    experts, so transformers' grouped_mm_experts_forward makes the weighted outputs and their reordered
+    copy fp32 (type promotion in proj_out * sample_weights_g): with h wider than 4 I the prefill peaks
+    there. Counted as bf16 before, Kimi K2's prefill (seed 26, case 23) was 4.7 GB short; a live-tensor
+    trace found the two fp32 copies. Only the shared expert, run after the routed ones and counted beside
+    them, is over (3 I_shared bf16 per token)."""
+    import json
+    import vramsym
+    cfg = dict(model_type=model_type, hidden_size=512, intermediate_size=64, num_hidden_layers=2,
+               num_attention_heads=4, num_key_value_heads=4, vocab_size=128, max_position_embeddings=512,
+               num_experts_per_tok=4)
+    if model_type == "deepseek_v3":
+        cfg.update(moe_intermediate_size=32, n_routed_experts=8, n_shared_experts=1, first_k_dense_replace=0,
+                   q_lora_rank=64, kv_lora_rank=32, qk_rope_head_dim=16, qk_nope_head_dim=16, v_head_dim=32,
+                   n_group=1, topk_group=1)
+        shared = 32
+    else:
+        cfg.update(num_local_experts=8)
+        shared = 0
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    b, s = 1, 256
+    r = vramsym.compare_with_pytorch(str(p), "inference", inputs={"batch": b, "seq": s}, fake=False)
+    act = next(row for row in r["rows"] if row["component"] == "activations")
+    over = act["predicted_bytes"] - act["measured_bytes"]
+    assert 0 <= over <= b * s * 3 * shared * 2 + b * s * 64, act        # before: 4 x 512 x 4 B a token short

@@ -28,6 +28,8 @@ _FUSED_NAMES = {"gpt2": ("attn.c_attn", "attn.c_proj"), "phi3": ("self_attn.qkv_
                 "bloom": ("self_attention.query_key_value", "self_attention.dense"), "mpt": ("attn.Wqkv", "attn.out_proj")}
 # the attention's output projection where a family with separate q, k and v does not call it o_proj
 _OUT_NAMES = {"phi": "dense", "opt": "out_proj", "gptj": "out_proj", "gpt_neo": "out_proj"}
+# multi-head latent attention's projections (modeling_deepseek_v3.py: q_proj without q_lora_rank)
+_MLA_ATTENTION = ["q_a_proj", "q_b_proj", "q_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"]
 _LORA_TARGETS = {"qv": ["q_proj", "v_proj"], "attention": ["q_proj", "k_proj", "v_proj", "o_proj"],
                  "all_linear": "all-linear"}
 
@@ -86,6 +88,8 @@ def measure_args(est, regime: str, fake: bool, decode_steps: int, model=None) ->
                 targets = [fused] if opts["lora_targets"] == "qv" else [fused, out]
             elif opts["lora_targets"] == "attention" and mtype in _OUT_NAMES:
                 targets = ["q_proj", "k_proj", "v_proj", _OUT_NAMES[mtype]]
+            elif opts["lora_targets"] == "attention" and opts.get("attention_arch") == "mla":
+                targets = _MLA_ATTENTION       # the projections lora_attn_width counts for MLA
             lora = {"r": int(est.binding.values["r"]), "alpha": 16, "target_modules": targets}
         args = dict(mode="train", batch=b, seq=s, precision=prec, optimizer=opt, attention=opts["attention"],
                     checkpointing=opts["checkpointing"] == "full", lora=lora, fake=fake)
