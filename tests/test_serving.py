@@ -189,23 +189,23 @@ def test_ollama_picks_its_context_from_the_card_and_caps_it_at_the_trained_one(l
     v = est.binding.values
     assert v["num_ctx"] == num_ctx and v["num_parallel"] == 1
     kv = next(c for c in est.all_components if c.name == "lcpp_kv_cache").bytes
-    plain = vramsym.estimate(m, "llama_cpp", inputs={"batch": 1, "seq": num_ctx, "gpu_layers": v["n_gpu_layers"]},
-                             library=lib)
+    plain = vramsym.estimate(m, "llama_cpp", options={"quant": "q4_k_m"},
+                             inputs={"batch": 1, "seq": num_ctx, "gpu_layers": v["n_gpu_layers"]}, library=lib)
     assert kv == next(c for c in plain.all_components if c.name == "lcpp_kv_cache").bytes
     assert next(c for c in est.all_components if c.name == "lcpp_fit_target").bytes == 2**30
 
 
-@pytest.mark.parametrize("target,card,inputs", [
-    ("max_gpu_layers", "rtx-3060-12gb", {}),
-    ("max_gpu_layers", "rtx-4060", {"num_ctx": 8192}),
-    ("max_num_ctx", "rtx-4090", {}),
-    ("max_num_ctx", "rtx-4090", {"num_parallel": 4}),
+@pytest.mark.parametrize("target,card,model,inputs", [
+    ("max_gpu_layers", "rtx-4090", "llama-3.1-70b", {}),
+    ("max_gpu_layers", "rtx-3060-12gb", "llama-3.1-8b", {"num_ctx": 131072}),
+    ("max_num_ctx", "rtx-3060-12gb", "llama-3.1-8b", {}),
+    ("max_num_ctx", "rtx-4090", "llama-3.1-8b", {"num_parallel": 4}),
 ])
-def test_ollama_solves_fit_and_one_more_does_not(lib, target, card, inputs):
+def test_ollama_solves_fit_and_one_more_does_not(lib, target, card, model, inputs):
     """`solve max_gpu_layers --regime ollama` gives the layers llama-server's --fit offloads (its 1 GiB
     kept free) and `solve max_num_ctx` the longest context with every layer on the GPU: the answer's own
     estimate fits, one more does not."""
-    m = vramsym.load_model("llama-3.1-8b")
+    m = vramsym.load_model(model)
     sol = vramsym.solve(target, card, m, "ollama", inputs=inputs, library=lib)
     cap = sol.capacity_bytes
     assert sol.estimate.total_bytes <= cap < sol.next_total_bytes
@@ -214,6 +214,6 @@ def test_ollama_solves_fit_and_one_more_does_not(lib, target, card, inputs):
     one_more = r.evaluate(r.with_gpu(dict(inputs, **{name: sol.value + 1}), card))
     assert one_more.total_bytes > cap
     if target == "max_gpu_layers":    # the same answer as llama.cpp given Ollama's -c and --fit on
-        plain = vramsym.solve("max_gpu_layers", card, m, "llama_cpp", options={"fit": "on"},
+        plain = vramsym.solve("max_gpu_layers", card, m, "llama_cpp", options={"fit": "on", "quant": "q4_k_m"},
                               inputs={"batch": 1, "seq": sol.estimate.binding.values["num_ctx"]}, library=lib)
         assert plain.value == sol.value
