@@ -381,3 +381,34 @@ def test_a_published_infinity_in_a_field_no_formula_reads_loads(capsys, tmp_path
     assert code == 0, err
     code2, out2, err2 = run(capsys, "estimate", "--model", "mamba-codestral-7b", "--batch", "1", "--seq", "4096", "--json")
     assert code2 == 0 and json.loads(out)["total_bytes"] == json.loads(out2)["total_bytes"]
+
+
+SGL = ["solve", "max_batch", "--model", "llama-3.1-8b", "--regime", "sglang", "--seq", "4096", "--gpu", "h100-sxm-80gb"]
+TRT = ["solve", "max_batch", "--model", "llama-3.1-8b", "--regime", "trtllm", "--seq", "4096", "--gpu", "h100-sxm-80gb"]
+OLL = ["estimate", "--model", "llama-3.1-8b", "--regime", "ollama", "--gpu", "rtx-4090"]
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (SGL + ["--mem-fraction-static", "0"], "must be positive"),
+    (SGL + ["--mem-fraction-static", "2"], "must be at most 1"),
+    (SGL + ["--mem-fraction-static", "abc"], "not a number"),
+    (SGL + ["--chunked-prefill-size", "0"], "must be positive"),
+    (SGL + ["--cuda-graph-max-bs", "-3"], "must be positive"),
+    (SGL + ["--sglang-gpu-mem", "0"], "must be positive"),
+    (TRT + ["--free-gpu-memory-fraction", "1.5"], "must be at most 1"),
+    (TRT + ["--tokens-per-block", "0"], "must be positive"),
+    (TRT + ["--trt-extra-memory", "-5"], "must be non-negative"),
+    (TRT + ["--max-num-tokens", "1000000000000"], "the inputs are outside what the formulas describe"),
+    (OLL + ["--num-ctx", "0"], "must be positive"),
+    (OLL + ["--num-ctx", "200000"], "must be at most n_pos = 131072"),
+    (OLL + ["--num-parallel", "x"], "not a number"),
+])
+def test_the_serving_engines_flags_refuse_hostile_values_with_a_sentence(capsys, argv, needle):
+    code, out, err = run(capsys, *argv)
+    assert code == ExitStatus.BAD_INPUT, (code, err)
+    assert needle in err, err
+
+
+def test_a_budget_nothing_fits_in_sglang_is_exit_3_naming_the_slack(capsys):
+    code, out, err = run(capsys, *SGL, "--mem-fraction-static", "0.01")
+    assert code == ExitStatus.DOES_NOT_FIT and "sgl_slack" in err, (code, err)

@@ -217,3 +217,13 @@ def test_ollama_solves_fit_and_one_more_does_not(lib, target, card, model, input
         plain = vramsym.solve("max_gpu_layers", card, m, "llama_cpp", options={"fit": "on", "quant": "q4_k_m"},
                               inputs={"batch": 1, "seq": sol.estimate.binding.values["num_ctx"]}, library=lib)
         assert plain.value == sol.value
+
+
+def test_max_ctx_is_the_context_of_a_slot_in_llama_cpp_and_ollama(lib):
+    """`solve max_ctx`: llama.cpp's -c per slot, which is Ollama's num_ctx and the llama_cpp regime's sequence."""
+    m = vramsym.load_model("llama-3.1-8b")
+    ctx = vramsym.solve("max_ctx", "rtx-3060-12gb", m, "ollama", library=lib)
+    assert ctx.value == vramsym.solve("max_num_ctx", "rtx-3060-12gb", m, "ollama", library=lib).value < 131072
+    seq = vramsym.solve("max_ctx", "rtx-3060-12gb", m, "llama_cpp", options={"quant": "q4_k_m"}, inputs={"batch": 1}, library=lib)
+    assert seq.value == vramsym.solve("max_seq", "rtx-3060-12gb", m, "llama_cpp", options={"quant": "q4_k_m"},
+                                      inputs={"batch": 1}, library=lib).value

@@ -464,6 +464,8 @@ class BoundRegime:
         c = self.regime
         var = variable[4:] if variable.startswith("max_") else variable
         name = c.symbol(var)
+        if name is None and var == "ctx":     # llama.cpp's -c per slot: Ollama's num_ctx, else the sequence
+            name = next((n for n in (c.symbol("num_ctx"), c.symbol("seq")) if n is not None and n in c.args), None)
         if name is None:
             if var in self.known:
                 raise SolveError(f"the {c.regime} total does not depend on {var}: there is nothing to solve")
