@@ -339,8 +339,29 @@ def write(rows, path: Path, note=None):
             e = "" if c["relative_error"] is None else f"{c['relative_error'] * 100:+.2f}%"
             lines.append(f"| {r['arch']} | {r['regime']} | {r['b']} | {r['s']} | {c['component']} | "
                          f"{c['predicted_bytes']:,} | {c['measured_bytes']:,} | {e} |")
-    lines += ["", GPU, MANY_GPUS]
-    path.write_text("\n".join(lines) + "\n")
+    lines += ["", GPU, MANY_GPUS, *llama_cpp_section()]
+    text = "\n".join(lines) + "\n"
+    if path.exists():     # the index of the seeded sweeps is kept up by hand as sweeps are added: keep it
+        kept = [p for p in path.read_text().split("\n\n") if p.startswith(INTRO)]
+        mine = [p for p in text.split("\n\n") if p.startswith(INTRO)]
+        if kept and mine:
+            text = text.replace(mine[0], kept[0], 1)
+    path.write_text(text)
+
+
+INTRO = "These hand-picked cases are a smoke set."
+LLAMA_CPP = ROOT / "docs" / "llama_cpp_check.md"
+
+
+def llama_cpp_section() -> list:
+    """The llama_cpp regime against a real llama.cpp: docs/llama_cpp_check.md's findings and its table
+    (benchmarks/llama_cpp_check.py writes it; llama-cpp-python builds from source, so it is run apart)."""
+    if not LLAMA_CPP.exists():
+        return []
+    body = [("#" + line) if line.startswith("## ") else line for line in LLAMA_CPP.read_text().split("\n")[1:]]
+    return ["", "## llama.cpp, against a real llama.cpp", "",
+            "From [docs/llama_cpp_check.md](llama_cpp_check.md) (`python benchmarks/llama_cpp_check.py`): every "
+            "buffer llama.cpp logs, case by case, next to the `llama_cpp` regime's term.", *body]
 
 
 def _num(x: str) -> int:
