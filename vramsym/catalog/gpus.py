@@ -76,8 +76,8 @@ def resolve_capacity(text: str) -> tuple[int, str]:
            else "(the marketed size read as GiB; no driver report recorded)")
     desc = f"{g.name}, {g.marketed}: {g.memory_mib:,} MiB {how}"
     if g.working_set_bytes is not None:
-        desc = (f"{g.name}, {g.marketed} ({g.memory_mib:,} MiB): the GPU's share, Metal's working-set limit "
-                f"(recommendedMaxWorkingSetSize)")
+        desc = (f"{g.name}, {g.marketed}: the GPU's working set (Metal's recommendedMaxWorkingSetSize) of "
+                f"{g.memory_mib:,} MiB unified")
     key = _norm(t)
     others = [o.name for o in catalog() if o.name != g.name and _norm(o.name).startswith(key)]
     if others and _norm(g.name) != key:
