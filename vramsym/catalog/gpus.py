@@ -77,7 +77,7 @@ def resolve_capacity(text: str) -> tuple[int, str]:
     desc = f"{g.name}, {g.marketed}: {g.memory_mib:,} MiB {how}"
     if g.working_set_bytes is not None:
         desc = (f"{g.name}, {g.marketed}: the GPU's working set (Metal's recommendedMaxWorkingSetSize) of "
-                f"{g.memory_mib:,} MiB unified")
+                f"{g.memory_mib:,} MiB unified, which the system and every other app share")
     key = _norm(t)
     others = [o.name for o in catalog() if o.name != g.name and _norm(o.name).startswith(key)]
     if others and _norm(g.name) != key:
