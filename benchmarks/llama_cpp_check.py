@@ -67,11 +67,15 @@ def _write_file(w):
     w.close()
 
 
-def write_llama(path, qtype, layers=4, h=256, ff=512, nq=4, nkv=2, vocab=512):
+def write_llama(path, qtype, layers=4, h=256, ff=512, nq=4, nkv=2, vocab=512, arch="llama", experts=0, used=2):
+    """A small GGUF: ``arch`` llama (or qwen2, with q/k/v biases), ``experts`` routed experts per block
+    (llama.cpp's MoE tensors ffn_*_exps with an F32 router), in ``qtype``: f16, q8_0, or q4_k_m (Q4_K with
+    Q6_K for attn_v, ffn_down and the output, as llama-quantize's mix gives a small model). A quantized
+    tensor's bytes are random (its values do not change its size), so any ggml type can be written."""
     import gguf
     import numpy as np
     T = gguf.GGMLQuantizationType
-    w = gguf.GGUFWriter(path, "llama")
+    w = gguf.GGUFWriter(path, arch)
     w.add_context_length(4096)
     w.add_embedding_length(h)
     w.add_block_count(layers)
@@ -80,19 +84,24 @@ def write_llama(path, qtype, layers=4, h=256, ff=512, nq=4, nkv=2, vocab=512):
     w.add_head_count_kv(nkv)
     w.add_layer_norm_rms_eps(1e-5)
     w.add_rope_dimension_count(h // nq)
-    w.add_file_type(1 if qtype == "f16" else 7)
+    if experts:
+        w.add_expert_count(experts)
+        w.add_expert_used_count(used)
+    w.add_file_type({"f16": 1, "q8_0": 7, "q4_k_m": 15}[qtype])
     _add_vocabulary(w, vocab)
     rng = np.random.default_rng(0)
-    qt = T.F16 if qtype == "f16" else T.Q8_0
+    qt = {"f16": T.F16, "q8_0": T.Q8_0, "q4_k_m": T.Q4_K}[qtype]
+    more = T.Q6_K if qtype == "q4_k_m" else qt
 
-    def matrix(name, rows, cols):
-        if qt == T.F16:
-            w.add_tensor(name, rng.standard_normal((rows, cols)).astype(np.float16))
+    def matrix(name, *shape, t=qt):
+        if t == T.F16:
+            w.add_tensor(name, rng.standard_normal(shape).astype(np.float16))
         else:
-            w.add_tensor(name, gguf.quants.quantize(rng.standard_normal((rows, cols)).astype(np.float32), qt), raw_dtype=qt)
+            w.add_tensor(name, rng.integers(0, 255, size=gguf.quants.quant_shape_to_byte_shape(shape, t), dtype=np.uint8),
+                         raw_dtype=t)
 
-    def vector(name, n):
-        w.add_tensor(name, np.ones(n, dtype=np.float32))
+    def vector(name, *shape):
+        w.add_tensor(name, np.ones(shape, dtype=np.float32))
 
     d = h // nq
     matrix("token_embd.weight", vocab, h)
@@ -100,15 +109,30 @@ def write_llama(path, qtype, layers=4, h=256, ff=512, nq=4, nkv=2, vocab=512):
         vector(f"blk.{i}.attn_norm.weight", h)
         matrix(f"blk.{i}.attn_q.weight", nq * d, h)
         matrix(f"blk.{i}.attn_k.weight", nkv * d, h)
-        matrix(f"blk.{i}.attn_v.weight", nkv * d, h)
+        matrix(f"blk.{i}.attn_v.weight", nkv * d, h, t=more)
+        if arch == "qwen2":
+            vector(f"blk.{i}.attn_q.bias", nq * d)
+            vector(f"blk.{i}.attn_k.bias", nkv * d)
+            vector(f"blk.{i}.attn_v.bias", nkv * d)
         matrix(f"blk.{i}.attn_output.weight", h, nq * d)
         vector(f"blk.{i}.ffn_norm.weight", h)
-        matrix(f"blk.{i}.ffn_gate.weight", ff, h)
-        matrix(f"blk.{i}.ffn_up.weight", ff, h)
-        matrix(f"blk.{i}.ffn_down.weight", h, ff)
+        if experts:
+            vector(f"blk.{i}.ffn_gate_inp.weight", experts, h)
+            matrix(f"blk.{i}.ffn_gate_exps.weight", experts, ff, h)
+            matrix(f"blk.{i}.ffn_up_exps.weight", experts, ff, h)
+            matrix(f"blk.{i}.ffn_down_exps.weight", experts, h, ff, t=more)
+        else:
+            matrix(f"blk.{i}.ffn_gate.weight", ff, h)
+            matrix(f"blk.{i}.ffn_up.weight", ff, h)
+            matrix(f"blk.{i}.ffn_down.weight", h, ff, t=more)
     vector("output_norm.weight", h)
-    matrix("output.weight", vocab, h)
+    matrix("output.weight", vocab, h, t=more)
     _write_file(w)
+
+
+#: the attention models measured: (label, GGUF architecture, weights, routed experts)
+MODELS = (("llama", "llama", "f16", 0), ("llama", "llama", "q8_0", 0), ("qwen2", "qwen2", "q4_k_m", 0),
+          ("llama MoE (4 experts, 2 used)", "llama", "q4_k_m", 4))
 
 
 def write_hybrid(path, arch, pattern, h=256, ff=512, nq=4, nkv=2, vocab=512, d_state=64, ssm_heads=8, groups=2,
@@ -349,9 +373,9 @@ def main():
     args = ap.parse_args()
     rows, worst = [], {"model": 0.0, "kv": 0.0, "rs": 0.0}
     with tempfile.TemporaryDirectory() as tmp:
-        for qtype in ("f16", "q8_0"):
-            path = os.path.join(tmp, f"llama-{qtype}.gguf")
-            write_llama(path, qtype)
+        for label, arch, qtype, experts in MODELS:
+            path = os.path.join(tmp, f"{arch}-{qtype}-{experts}.gguf")
+            write_llama(path, qtype, arch=arch, experts=experts)
             for n_ctx, n_ubatch, fa, kv, n_seq in itertools.product((512, 4096, 32768), (128, 512), (0, 1),
                                                                     ("f16", "q8_0"), (1, 4)):
                 if kv == "q8_0" and not fa:
@@ -363,14 +387,14 @@ def main():
                 worst["model"] = max(worst["model"], abs(d_model))
                 worst["kv"] = max(worst["kv"], abs(d_kv))
                 rel = want["compute"] / (got["compute_mib"] * MIB) - 1 if got["compute_mib"] else float("nan")
-                rows.append(f"| {qtype} | {n_ctx} | {n_ubatch} | {'on' if fa else 'off'} | {kv} | {n_seq} | "
+                rows.append(f"| {label} | {qtype} | {n_ctx} | {n_ubatch} | {'on' if fa else 'off'} | {kv} | {n_seq} | "
                             f"{got['model_mib']:.2f} / {want['model'] / MIB:.2f} | {got['kv_mib']:.2f} / {want['kv'] / MIB:.2f} | "
                             f"{got['kv_cells']} | {got['compute_mib']:.2f} / {want['compute'] / MIB:.2f} ({rel:+.1%}) |")
                 print(rows[-1], flush=True)
         recurrent = hybrid_rows(tmp, worst)
-    head = ["| weights | n_ctx | n_ubatch | flash attn | KV type | seqs | model MiB (llama.cpp / vramsym) | "
+    head = ["| model | weights | n_ctx | n_ubatch | flash attn | KV type | seqs | model MiB (llama.cpp / vramsym) | "
             "KV MiB (llama.cpp / vramsym) | KV caches (cells, layers) | compute MiB: CPU backend / vramsym's CUDA figure |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     summary = (f"worst |model buffer difference| {worst['model']:.3f} MiB, worst |KV difference| {worst['kv']:.3f} MiB, "
                f"worst |recurrent state difference| {worst['rs']:.3f} MiB "
                f"(llama.cpp prints MiB with two decimals: 0.005 MiB is equality)")
@@ -382,8 +406,10 @@ def main():
                 "# vramsym's llama_cpp regime against a real llama.cpp", "",
                 f"`python benchmarks/llama_cpp_check.py --out docs/llama_cpp_check.md`, llama-cpp-python "
                 f"{version('llama-cpp-python')} (its vendored llama.cpp, built from source for the CPU), -ngl 0: "
-                "every buffer is the CPU backend's. Small llama-architecture GGUFs (4 blocks, hidden 256, 4 heads, "
-                "2 KV heads, vocabulary 512) in F16 and Q8_0.", "",
+                "every buffer is the CPU backend's. Small GGUFs (4 blocks, hidden 256, 4 heads, 2 KV heads, "
+                "vocabulary 512): llama in F16 and Q8_0, qwen2 (q, k, v biases) and a llama-architecture MoE "
+                "(4 routed experts, 2 used) in a Q4_K_M mix (Q4_K, with Q6_K for attn_v, ffn_down and the output). "
+                "Gemma 2/3 are not in the grid yet.", "",
                 summary, "",
                 "The model buffer and the KV cache do not depend on the backend: the same tensors are allocated "
                 "in the layer's buffer type (llama-model.cpp load_tensors, llama-kv-cache.cpp). The compute "
