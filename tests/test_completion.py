@@ -100,8 +100,8 @@ BASH = [
     (["vramsym", "est"], ["estimate"]),
     (["vramsym", "comp"], ["completion"]),
     (["vramsym", "estimate", "--reg"], ["--regime"]),
-    (["vramsym", "estimate", "--regime", "tr"], ["train", "train-states"]),
-    (["vramsym", "estimate", "--regime", "=", "tr"], ["train", "train-states"]),     # --regime=tr
+    (["vramsym", "estimate", "--regime", "tr"], ["train", "train-states", "trtllm"]),
+    (["vramsym", "estimate", "--regime", "=", "tr"], ["train", "train-states", "trtllm"]),     # --regime=tr
     (["vramsym", "estimate", "--precision", "mixed-"], ["mixed-bf16", "mixed-fp16"]),
     (["vramsym", "estimate", "--model", "llama-3.1-"], ["llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b"]),
     (["vramsym", "solve", "max_batch", "--gpu", "a100-80gb-"], ["a100-80gb-pcie"]),
@@ -152,7 +152,7 @@ def test_bash_script_is_registered(scripts):
 FISH = [
     ("vramsym est", ["estimate"]),
     ("vramsym estimate --reg", ["--regime"]),
-    ("vramsym estimate --regime tr", ["train", "train-states"]),
+    ("vramsym estimate --regime tr", ["train", "train-states", "trtllm"]),
     ("vramsym estimate --precision mixed-", ["mixed-bf16", "mixed-fp16"]),
     ("vramsym completion ", ["bash", "fish", "zsh"]),
 ]
