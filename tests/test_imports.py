@@ -27,8 +27,9 @@ MOST_LOCAL = 15
 #: the function-local imports allowed, as (module, imported module); each group is one kind of gate
 GATES = {
     # (a) the cache miss: parse and check the formula files (lark, pint), compose and compile (sympy)
-    ("vramsym.engine.runtime", "vramsym.engine.compiler"),
+    ("vramsym.engine.runtime", "vramsym.engine.units"),
     ("vramsym.printers.calculator", "vramsym.printers.codegen"),  # a page group not in the cache: printed
+    ("vramsym.printers.codegen", "vramsym.engine.runtime"),      # export --to python: the engine's own module
     # (b) optional dependencies, one gate each (pint's compat.py habit)
     ("vramsym.catalog.hub", "vramsym.catalog.hub_client"),       # vramsym[hub]: hub_client imports huggingface_hub
     ("vramsym.printers.plot", "matplotlib.colors"),              # vramsym[plot]: one statement, both modules

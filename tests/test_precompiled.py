@@ -35,20 +35,28 @@ def test_the_shipped_page_groups_were_printed_by_todays_printers():
         f"vramsym/_precompiled/page/ is stale: {REGENERATE} (--page: the page groups alone)"
 
 
-def test_every_default_of_every_catalog_model_is_shipped():
-    """Every regime's defaults and every fit row, for every catalog model, is shipped, or listed as
-    refused to every model asking for it (REFUSED); nothing else is shipped."""
-    from vramsym.catalog.models import catalog, load_model
-    from vramsym.catalog.paths import formulas_path
-    from vramsym.precompile import REFUSED, combinations, entry_of
-    from vramsym.engine.runtime import Vocabulary
-    from vramsym.lang.library import load_or_raise
-    vocabulary = Vocabulary(library=load_or_raise([Path(formulas_path())]))
-    shipped = _shipped_entries()
-    refused = {line.split()[0] for line in (Path(cache.SHIPPED) / REFUSED).read_text(encoding="ascii").splitlines()}
-    needed = {entry_of(vocabulary, regime, opts, users[0])[0] for regime, opts, users in combinations(vocabulary, [load_model(n) for n in sorted(catalog())])}
-    assert not needed - shipped - refused, f"{len(needed - shipped - refused)} not shipped: {REGENERATE}"
-    assert shipped - needed == {"interface"} and not refused & shipped
+def test_every_combination_of_the_catalog_assembles_from_shipped_units_without_sympy(tmp_path):
+    """Every regime's defaults, every fit row and every page configuration, for every catalog model,
+    is assembled from the shipped digest and units alone, from an empty user cache: sympy and lark
+    are never imported. Only the digest and the units (and the interface) are shipped."""
+    assert {p.name for p in Path(cache.SHIPPED).glob("*.json.xz")} == \
+        {"interface.json.xz", "digest.json.xz", "units.json.xz"}, REGENERATE
+    code = ("import sys\n"
+            "from vramsym.catalog.models import catalog, load_model\n"
+            "from vramsym.engine.runtime import Vocabulary\n"
+            "from vramsym.precompile import combinations\n"
+            "v = Vocabulary.of()\n"
+            "n = 0\n"
+            "for regime, opts, users in combinations(v, [load_model(m) for m in sorted(catalog())]):\n"
+            "    for m in users[:1]:\n"
+            "        v.compiled(regime, opts, m.config); n += 1\n"
+            "print(n, 'sympy' in sys.modules, 'lark' in sys.modules)")
+    env = dict(os.environ, VRAMSYM_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("VRAMSYM_NO_CACHE", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    n, with_sympy, with_lark = out.stdout.split()
+    assert int(n) > 1000 and (with_sympy, with_lark) == ("False", "False"), (out.stdout, REGENERATE)
 
 
 def test_every_group_of_the_whole_catalogs_page_is_shipped():
@@ -72,6 +80,7 @@ def test_compiling_reads_nothing_the_key_leaves_out(page):
     import there would let a stale copy be read)."""
     inputs = cache.COMPILE_INPUTS + (cache.PAGE_INPUTS if page else ())
     code = ("import os, sys, json, vramsym; import vramsym.engine.compiler, vramsym.engine.regimes, "
+            "vramsym.engine.units, "
             f"vramsym.lang.library{', vramsym.printers.codegen' if page else ''}; "
             "pkg = os.path.dirname(os.path.realpath(vramsym.__file__)); "
             "print(json.dumps(sorted(os.path.relpath(os.path.realpath(m.__file__), pkg).replace(os.sep, '/') "
@@ -86,22 +95,19 @@ def test_compiling_reads_nothing_the_key_leaves_out(page):
     assert grammar.exists() and "lang/grammar.lark".startswith(cache.COMPILE_INPUTS)
 
 
-@pytest.mark.parametrize("model, regime", [("llama-3.1-8b", "inference"), ("qwen3-8b", "train")])
-def test_a_shipped_entry_is_what_compiling_gives_today(model, regime):
-    from vramsym.catalog.models import load_model
+def test_the_shipped_digest_and_units_are_what_compiling_gives_today():
+    """The shipped digest equals the formula files' digest today, and units drawn at random from the
+    shipped ones (seeded) equal a fresh compile of each."""
+    import random
     from vramsym.catalog.paths import formulas_path
-    from vramsym.engine.compiler import compile_regime
-    from vramsym.precompile import shipped_name
-    from vramsym.engine.regimes import compose
-    from vramsym.engine.runtime import Vocabulary
+    from vramsym.engine import units
     from vramsym.lang.library import load_or_raise
     lib = load_or_raise([Path(formulas_path())])
-    vocabulary = Vocabulary(library=lib)
-    m = load_model(model)
-    name, _ = shipped_name(lib, vocabulary, regime, {}, m)
-    shipped = json.loads(lzma.decompress((Path(cache.SHIPPED) / (name + ".json.xz")).read_bytes()))
-    fresh = compile_regime(lib, compose(lib, regime, vocabulary.resolve(regime, {}, m.config)))
-    assert json.loads(json.dumps(fresh, sort_keys=True)) == shipped, REGENERATE
+    shipped = json.loads(lzma.decompress((Path(cache.SHIPPED) / "digest.json.xz").read_bytes()))
+    assert json.loads(json.dumps(units.digest(lib))) == shipped, REGENERATE
+    packed = json.loads(lzma.decompress((Path(cache.SHIPPED) / "units.json.xz").read_bytes()))
+    for key in random.Random(7).sample(sorted(packed), 40):
+        assert json.loads(json.dumps(units.compile_unit(lib, key))) == packed[key], (key, REGENERATE)
 
 
 def test_a_shipped_page_group_is_what_printing_gives_today_and_a_cold_page_needs_no_sympy(tmp_path):
@@ -127,45 +133,19 @@ def test_a_shipped_page_group_is_what_printing_gives_today_and_a_cold_page_needs
     assert int(size) > 100_000 and (with_sympy, with_lark) == ("False", "False"), out.stdout
 
 
-def test_a_combination_shipped_as_refused_is_refused_without_compiling_it(tmp_path):
-    """REFUSED lists, with each refused combination, the terms it composes (what compose gives
-    today), and a catalog model asking for one is refused from that list: from an empty user cache,
-    with the same sentence as a compiled refusal, and without importing sympy."""
-    from vramsym.catalog.models import load_model
-    from vramsym.engine.regimes import compose
-    from vramsym.engine.runtime import Vocabulary
-    from vramsym.lang.library import load_or_raise
-    from vramsym.catalog.paths import formulas_path
-    vocabulary = Vocabulary.of()
-    m = load_model("falcon-h1-7b")      # vLLM does not model its Mamba2 state (its training answers since)
-    terms = vocabulary.refused_terms("vllm", {}, m.config)
-    assert terms, "falcon-h1-7b's vLLM regime is shipped as refused"
-    lib = load_or_raise([Path(formulas_path())])
-    assert list(terms) == [getattr(c, "name", c) for c in
-                           compose(lib, "vllm", vocabulary.resolve("vllm", {}, m.config)).components], REGENERATE
+def test_a_refused_combination_is_refused_from_shipped_data(tmp_path):
+    """A catalog model asking for a regime that does not model it (Falcon-H1's Mamba2 state in
+    vLLM) is refused from an empty user cache without importing sympy, with the sentence every
+    refusal gives."""
     env = dict(os.environ, VRAMSYM_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("VRAMSYM_NO_CACHE", None)
     code = ("import sys, vramsym\n"
-            "try:\n    vramsym.compile(vramsym.load_model('falcon-h1-7b'), 'vllm')\n"
+            "try:\n    vramsym.compile(vramsym.load_model('falcon-h1-7b'), 'vllm').evaluate(batch=1, seq=128)\n"
             "except vramsym.InputError as e:\n    print(e)\n"
             "print('sympy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, env=env)
     refusal, with_sympy = out.stdout.strip().rsplit("\n", 1)
     assert with_sympy == "False" and "regime 'vllm' does not model" in refusal, out.stdout
-    compiled = vramsym_compiled_refusal(m)
-    assert refusal == compiled
-
-
-def vramsym_compiled_refusal(m) -> str:
-    """The refusal of ``m``'s vLLM regime as the compiled regime gives it (no shipped shortcut)."""
-    import vramsym
-    from vramsym.engine.runtime import BoundRegime, Vocabulary
-    vocabulary = Vocabulary.of()
-    bound = BoundRegime(vocabulary.compiled("vllm", {}, m.config), m, vocabulary.known_inputs())
-    bound.regimes = vocabulary.interface.regimes
-    with pytest.raises(vramsym.InputError) as e:
-        bound.evaluate(batch=1, seq=128)
-    return str(e.value)
 
 
 def test_the_user_cache_key_survives_a_reinstall_of_the_same_files(tmp_path):

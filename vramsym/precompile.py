@@ -1,18 +1,21 @@
-"""Compile the bundled regimes once, into data the package ships, so that a first run needs no sympy.
+"""Compile the bundled formulas once, into data the package ships, so that a first run needs no sympy.
 
-``write(folder)`` compiles the vocabulary and, for every model of the catalog, every regime
-with the options it resolves to by default, every ``fit`` row and every configuration of the
-calculator page (one option changed at a time: vramsym.printers.calculator.PAGE_REGIMES), and
-writes them as JSON, each xz-compressed
-(source code, not bytecode: any Python reads them) with the key they were compiled under
+``write(folder)`` writes the library's digest (:func:`vramsym.engine.units.digest`: its regimes,
+terms, symbols and each definition's choice of unit by option) and every unit (one definition
+compiled for the options its matches read, with the terms that are 0 there substituted:
+:func:`vramsym.engine.units.compile_unit`) that the whole catalog reaches: every regime with the
+options each model resolves to by default, every ``fit`` row and every configuration of the
+calculator page (one option changed at a time: vramsym.printers.calculator.PAGE_REGIMES). Any
+other combination of options assembles from the same units (:mod:`vramsym.engine.assemble`);
+a unit it needs that is not shipped (a term that is 0 only under that combination) is compiled
+on that machine once and kept in the user cache. Each file is JSON, xz-compressed (source code,
+not bytecode: any Python reads them), with the key they were compiled under
 (:func:`vramsym.engine.cache.shipped_key`). The repository ships what it writes into the
 package's ``_precompiled/`` (generated data, committed: tests/test_precompiled.py fails while it
 is stale), so that installing compiles nothing (the build hook, ``hatch_build.py``, only checks
-the key); at run time :func:`vramsym.engine.cache.shipped` reads an entry only while that key matches
-the installed files, and copies it into the user's cache with its bytecode. Into ``page/`` it
-writes every group of the whole catalog's calculator page as sympy prints it (exact JavaScript,
-:func:`vramsym.printers.calculator.make_group`), under a key that also covers those printers, so
-``vramsym html`` builds the page from data.
+the key). Into ``page/`` it writes every group of the whole catalog's calculator page as sympy
+prints it (exact JavaScript, :func:`vramsym.printers.calculator.make_group`), under a key that
+also covers those printers, so ``vramsym html`` builds the page from data.
 
     python -m vramsym.precompile [--page] [FOLDER]     (default: the package's _precompiled/;
                                                                --page: the page groups alone)
@@ -26,14 +29,13 @@ import os
 import sys
 from pathlib import Path
 
-from .catalog.models import catalog, load_model, unmodelled
+from .catalog.models import catalog, load_model
 from .catalog.paths import formulas_path
 from .lang.library import load_or_raise
 from .printers import calculator
 from .engine import cache
-from .engine.compiled import CompiledRegime
-from .engine.compiler import compile_regime
 from .engine.options import interface_of
+from .engine.unit_keys import specialized
 from .engine.regimes import compose
 from .engine.runtime import Vocabulary
 
@@ -70,27 +72,28 @@ def shipped_name(lib, vocabulary, regime, opts, model):
 SUFFIX = ".json.xz"      # each entry's JSON, xz-compressed on its own (342 entries: about 6 MB, not 79)
 
 
+def every_unit(digest) -> list:
+    """Each definition's unit for every choice of the options it reads, with no term substituted:
+    what any combination of options assembles from (vramsym.engine.assemble falls back to it where
+    the unit with that combination's zero terms substituted is not shipped)."""
+    out = []
+
+    def walk(t):
+        if "u" in t:
+            out.append(specialized(t["u"], ()))
+        else:
+            for sub in t["c"].values():
+                walk(sub)
+    for e in digest["exprs"].values():
+        walk(e["tree"])
+    return list(dict.fromkeys(out))
+
+
 def _pack(data) -> bytes:
     return lzma.compress(json.dumps(data, separators=(",", ":"), sort_keys=True).encode("utf-8"))
 
 
-REFUSED = "REFUSED"       # the combinations left out (every model asking for one is refused it): a name and the
-#                           names of the terms it composes per line, so a refusal needs no compile
-
 _JOB: dict = {}
-
-
-def _compile_one(item):
-    """(name, packed entry), or (name, the names of its terms) where every model asking for it is
-    refused it."""
-    name, regime, resolved, users = item
-    lib = _JOB["lib"]
-    composed = compose(lib, regime, dict(resolved))
-    terms = [getattr(c, "name", c) for c in composed.components]
-    if all(unmodelled(load_model(m), terms) is not None for m in users):
-        return name, terms      # every model with these options is refused this regime (Gemma 4's
-        #                         activations, a hybrid's training): never evaluated without --assume
-    return name, _pack(compile_regime(lib, composed))
 
 
 def _print_one(item):
@@ -110,26 +113,24 @@ def _run(func, todo, processes):
 def _clear(folder: str) -> None:
     os.makedirs(folder, exist_ok=True)
     for f in os.listdir(folder):
-        if f.endswith((".json", SUFFIX)) or f in ("KEY", REFUSED):
+        if f.endswith((".json", SUFFIX)) or f in ("KEY", "REFUSED"):
             os.unlink(os.path.join(folder, f))
 
 
-def _write_all(folder: str, packed: dict, key: str, refused=None) -> None:
+def _write_all(folder: str, packed: dict, key: str) -> None:
     for name, data in packed.items():
         with open(os.path.join(folder, name + SUFFIX), "wb") as fh:
             fh.write(data)
-    if refused is not None:
-        with open(os.path.join(folder, REFUSED), "w", encoding="ascii") as fh:
-            fh.write("".join(" ".join([n, *refused[n]]) + "\n" for n in sorted(refused)))
     with open(os.path.join(folder, "KEY"), "w", encoding="ascii") as fh:   # last: a half-written folder is never used
         fh.write(key + "\n")
 
 
 def write(folder: str, models=None, processes: int = None, regimes: bool = True) -> int:
-    """Write the shipped entries into ``folder`` (replacing what is there) for ``models`` (names;
-    default: the whole catalog), compiling them in ``processes`` processes (default: one per
-    CPU), then the page groups into ``folder``/page (``regimes`` False: those alone, from the
-    compiled regimes already in ``folder``); the number written."""
+    """Write the shipped data into ``folder`` (replacing what is there): the library's digest and
+    every definition (unit) that the catalog's combinations for ``models`` (names; default: the
+    whole catalog) assemble from, then the page groups into ``folder``/page (``regimes`` False:
+    those alone, from the digest and units already in ``folder``), printed in ``processes``
+    processes (default: one per CPU); the number of files written."""
     lib = load_or_raise([Path(formulas_path())])
     vocabulary = Vocabulary(library=lib)
     specs = [load_model(n) for n in (models or sorted(catalog()))]
@@ -140,32 +141,29 @@ def write(folder: str, models=None, processes: int = None, regimes: bool = True)
     _JOB["lib"] = lib
     if regimes:
         _clear(folder)
-        packed = {"interface": _pack(interface_of(lib).to_json())}
-        done = _run(_compile_one, todo, processes)
-        packed.update((name, data) for name, data in done if isinstance(data, bytes))
-        _write_all(folder, packed, cache.shipped_key(),
-                   {name: terms for name, terms in done if not isinstance(terms, bytes)})
-    else:       # the page groups alone: from compiled regimes that are current, else refused
+        for _, regime, resolved, _ in todo:       # compiles each unit they read, once
+            vocabulary.compiled(regime, dict(resolved))
+        if models is None:      # and, for the package, each definition for every choice of options:
+            for key in every_unit(vocabulary.digest()):       # what combinations none of those made
+                vocabulary.unit(key)                            # assemble from
+        packed = {"interface": _pack(interface_of(lib).to_json()), "digest": _pack(vocabulary.digest()),
+                  "units": _pack(dict(sorted(vocabulary._unit_sources[1].items())))}
+        _write_all(folder, packed, cache.shipped_key())
+    else:       # the page groups alone: from the digest and units shipped, if current
         try:
             with open(os.path.join(folder, "KEY"), encoding="ascii") as fh:
                 current = fh.read().strip() == cache.shipped_key()
         except OSError:
             current = False
         if not current:
-            raise SystemExit(f"vramsym: the compiled regimes in {folder} are missing or stale: run "
+            raise SystemExit(f"vramsym: the compiled units in {folder} are missing or stale: run "
                              f"`python -m vramsym.precompile` (without --page) first")
+        with open(os.path.join(folder, "units" + SUFFIX), "rb") as fh:
+            vocabulary._unit_sources = (json.loads(lzma.decompress(fh.read())), {})
         packed = {}
-    # the page groups, from the compiled regimes just written (read back as vramsym reads them)
-    table = {}
-    for name, regime, resolved, _ in todo:
-        try:
-            with open(os.path.join(folder, name + SUFFIX), "rb") as fh:
-                table[(regime, resolved)] = CompiledRegime(json.loads(lzma.decompress(fh.read())))
-        except FileNotFoundError:      # refused to every model asking for it
-            table[(regime, resolved)] = None
 
     def compiled(regime, opts, config):
-        return table[(regime, tuple(sorted(vocabulary.resolve(regime, opts, config).items())))]
+        return vocabulary.compiled(regime, opts, config)
     groups = calculator.page_group_specs(vocabulary, specs, compiled)
     page = os.path.join(folder, "page")
     _clear(page)

@@ -7,7 +7,8 @@ the regime does not read, or one that saves nothing, is left out. The rows carry
 reproduce them (``args``: the flags that change; ``argv``: the whole ``vramsym estimate`` command),
 so ``estimate`` with them prints the same ``total_bytes``. When no single change fits, the largest
 savings are combined, one at a time, until the job fits. The sensitivity of the total to the
-continuous inputs (d total / d batch, d total / d seq) comes from the sympy composition.
+continuous inputs (d total / d batch, d total / d seq) comes from the compiled code itself, run on
+a Taylor series in that input (:mod:`vramsym.engine.jets`).
 """
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ import os
 from ..catalog.paths import formulas_path, read_text
 from ..errors import DoesNotFit, InputError, SolveError
 from .layouts import min_gpus
-from . import cache
-from .runtime import Vocabulary, _compiler, compile as _compile
+from .jets import slope
+from .runtime import compile as _compile
 
 MAX_COMBINED = 4          # changes combined at most, when no single one fits
 
@@ -170,24 +171,14 @@ def _solved(req: Request, r, what: str, capacity: int):
 
 
 def sensitivity(est, names=("batch", "seq"), library=None, vocabulary=None) -> dict:
-    """d total / d x at this configuration, for the inputs ``names`` the total reads: the derivative
-    (sympy, of the total with the model's numbers and the other inputs substituted, each max / min /
-    piecewise at its active branch) as an expression in x, and its exact value here. With the
-    ``vocabulary`` the estimate was compiled from, the result is kept in its user cache, keyed by
-    the regime, its options and every bound value: the same question again needs no sympy."""
+    """d total / d x at this configuration, for the inputs ``names`` the total reads: the compiled
+    code run on a Taylor series in x (:func:`vramsym.engine.jets.slope`: each max / min /
+    conditional at its active branch, a ceiling's steps averaged), as a polynomial in x and its
+    exact value here. No sympy; ``library`` and ``vocabulary`` are not needed (kept for callers)."""
     compiled = est.compiled
     syms = {n: compiled.symbol(n) for n in names if compiled.symbol(n) in compiled.args}
-    if not syms:
-        return {}
     values = est.binding.values
-    name = cache.entry_name("sensitivity", compiled.regime, sorted(compiled.options), sorted(syms.items()),
-                            sorted((k, str(v)) for k, v in values.items()))
-
-    def make():
-        lib = library if library is not None else (vocabulary or Vocabulary.of()).load_library()
-        return _compiler().sensitivity_at(lib, compiled.regime, dict(compiled.options), values, syms)
-    return cache.remembered(getattr(vocabulary, "key", None), name, make,
-                            lambda hit: isinstance(hit, dict) and set(hit) == set(syms))
+    return {alias: slope(compiled, values, s) for alias, s in syms.items()}
 
 
 def advise(req: Request, capacity: int, allow_gpus=None, allow_smaller=False) -> dict:

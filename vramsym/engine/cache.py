@@ -1,7 +1,8 @@
 """The cache of compiled regimes: data only, in a private folder, verified before use.
 
-What it keeps: the library's vocabulary (:func:`vramsym.engine.options.interface_of`) and each
-compiled regime (:func:`vramsym.engine.compiler.compile_regime`), as JSON. What keys them: the
+What it keeps: the library's vocabulary (:func:`vramsym.engine.options.interface_of`), its digest
+and the definitions compiled on this machine (:mod:`vramsym.engine.units`), and each compiled
+regime (:func:`vramsym.engine.assemble.assemble`), as JSON. What keys them: the
 content of every file of the installed package and of the formula files (bundled and
 ``--formulas``), vramsym's version and Python's, so any change to anything that can
 change an answer misses the cache. How it is trusted: the folder must be a directory
@@ -11,8 +12,8 @@ random 32-byte secret kept in that folder (0600); an entry that fails the check,
 does not parse, is rebuilt.
 At most KEEP keys are kept: the oldest go when a new key is first written.
 
-The compiled regimes shipped inside the package (:func:`shipped`) are a second, read-only
-source, used when the user's cache has no entry.
+The digest and the compiled definitions shipped inside the package (:func:`shipped`) are a
+second, read-only source, used when the user's cache has no entry.
 
 ``VRAMSYM_NO_CACHE=1`` turns both off; ``VRAMSYM_CACHE_DIR`` moves it (``~`` expanded).
 """
@@ -171,7 +172,7 @@ def code_key(extra=()) -> str:
 # What a compiled entry is made from (:func:`vramsym.precompile.write`): the formula files
 # and the code that parses, composes and compiles them, as paths inside the package (a folder ends
 # with '/'); tests/test_precompiled.py checks that compiling imports no other module of the package.
-COMPILE_INPUTS = ("lang/", "engine/compiler.py", "engine/compiled.py", "engine/regimes.py",
+COMPILE_INPUTS = ("lang/", "engine/compiler.py", "engine/regimes.py", "engine/units.py", "engine/unit_keys.py",
                   "engine/options.py", "records.py", "errors.py", "numbers.py", "version.py",
                   "catalog/paths.py", "__init__.py", "engine/__init__.py", "catalog/__init__.py")
 
@@ -232,39 +233,6 @@ def shipped(key, name: str, folder: str = None):
         return json.loads(lzma.decompress(packed))
     except (lzma.LZMAError, ValueError, EOFError):     # a damaged file: compiled afresh
         return None
-
-
-_REFUSED: dict = {}
-
-
-def shipped_refused(key, name: str, folder: str = None):
-    """The names of the terms that combination ``name`` composes, where the package ships it as
-    refused to every catalog model asking for it (the REFUSED file beside the shipped entries: a
-    name and the names of the terms it composes per line), else None. The list is read once per
-    process; the key (``key``, a callable) is computed only on a hit, so a run that is not refused
-    never hashes the files, and a stale list is never used; ``VRAMSYM_NO_CACHE=1`` turns it off."""
-    folder = folder or SHIPPED
-    if folder not in _REFUSED:
-        table = {}
-        try:
-            with open(os.path.join(folder, "REFUSED"), encoding="ascii") as fh:
-                for line in fh:
-                    entry, *terms = line.split()
-                    table[entry] = tuple(terms)
-        except (OSError, ValueError):
-            table = {}
-        _REFUSED[folder] = [table, None]
-    memo = _REFUSED[folder]
-    terms = memo[0].get(name)
-    if terms is None or not key or os.environ.get("VRAMSYM_NO_CACHE"):
-        return None
-    if memo[1] is None:
-        try:
-            with open(os.path.join(folder, "KEY"), encoding="ascii") as fh:
-                memo[1] = fh.read().strip() == key()
-        except (OSError, ValueError):
-            memo[1] = False
-    return terms if memo[1] else None
 
 
 def entry_name(*parts) -> str:

@@ -14,7 +14,7 @@ from fractions import Fraction
 
 from ..records import Phase, Symbol, Term
 
-FORMAT = 6
+FORMAT = 7
 
 #: the prefix of the config fields only a checkpoint's headers set (vramsym.catalog.models.INTERNAL_PREFIX)
 CHECKPOINT_FIELD = "ckpt_"
@@ -23,12 +23,20 @@ CHECKPOINT_FIELD = "ckpt_"
 BOUNDS = ("max", "min", "multiple")
 
 
+def _whole(v):
+    """An exact value as the generated code's callers expect it: an ``int`` when whole."""
+    if type(v) is int:
+        return v
+    v = Fraction(v)
+    return v.numerator if v.denominator == 1 else v
+
+
 class CompiledRegime:
     """A regime compiled to exact arithmetic: ``total(values)`` and ``components(values)``
     over a dict of exact values (``int`` or ``Fraction``) for ``args``."""
 
     __slots__ = ("data", "regime", "description", "options", "used_options", "symbols", "args",
-                 "components", "overridden", "_total", "_parts", "_params", "defaults", "code_object", "_alias",
+                 "components", "overridden", "_total", "_evaluate", "_params", "defaults", "code_object", "_alias",
                  "bounds", "checks", "ranges", "checkpoint_options", "phases", "_phase_funcs")
 
     def __init__(self, data: dict):
@@ -55,9 +63,8 @@ class CompiledRegime:
         self.components = tuple(Term.from_json(c) for c in data["components"])
         self.overridden = tuple(data["overridden"])
         self._total = ns[data["total"]]
-        self._parts = tuple(ns[c.func] for c in self.components)
+        self._evaluate = ns["_evaluate"]
         self.phases = tuple(Phase.from_json(p) for p in data["phases"])
-        self._phase_funcs = tuple(ns[p.func] if p.func else self._total for p in self.phases)
         self._params = ns[data["params"]] if data.get("params") else None
         self.defaults = {n: ns["_default_" + n] for n, m in self.symbols.items() if m.default is not None}
         self.bounds = {(n, k): ns[f"_{k}_{n}"] for n, m in self.symbols.items() for k in BOUNDS
@@ -80,16 +87,15 @@ class CompiledRegime:
 
     def total(self, values):
         """The exact total: an ``int``, or a ``Fraction`` when it is not whole."""
-        return self._total(*[values[a] for a in self.args])
+        return _whole(self._total(*[values[a] for a in self.args]))
 
     def phase_totals(self, values):
         """The exact total of each phase (``self.phases`` order); the total is the largest."""
-        a = self._args(values)
-        return [f(*a) for f in self._phase_funcs]
+        total, phases, _ = self._evaluate(*self._args(values))
+        return [_whole(p) for p in phases] if phases else [_whole(total)]
 
     def parts(self, values):
-        a = self._args(values)
-        return [Fraction(f(*a)) for f in self._parts]
+        return [Fraction(v) for v in self._evaluate(*self._args(values))[2]]
 
     def params(self, values):
         return None if self._params is None else int(self._params(*self._args(values)))

@@ -1,11 +1,11 @@
-"""Stage 5, on a cache miss: a composed regime compiled to exact Python with sympy's printer.
+"""Stage 5, on a cache miss: the exact Python printer, and a composed regime prepared for export.
 
-``compile_regime(lib, composed)`` runs once per regime and resolved options: it prints the
-composed regime with the exact Python printer (:class:`ExactPythonPrinter`, the printer of
-``export --to python``, which :mod:`vramsym.printers.codegen` takes from here, so the code the
-engine runs is the code that command prints) and records the symbol table binding needs, as
-plain data that :class:`vramsym.engine.compiled.CompiledRegime` runs and
-:mod:`vramsym.engine.cache` keeps. Only a cache miss imports this module (and sympy).
+:class:`ExactPythonPrinter` prints every definition the engine runs
+(:func:`vramsym.engine.units.compile_unit`, which :mod:`vramsym.engine.assemble` joins) and the
+``export --to python`` module (:func:`python_module`, which :mod:`vramsym.printers.codegen` takes
+from here): both are exact over ``int`` and ``Fraction``. :func:`prepare` binds a composed regime's
+constants for the printers (``export``, the calculator page's groups). Only a cache miss imports
+this module (and sympy).
 """
 from __future__ import annotations
 
@@ -16,28 +16,18 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import sympy
-from sympy.functions.elementary.piecewise import ExprCondPair
 from sympy.printing.pycode import PythonCodePrinter
 
 from ..catalog.paths import formulas_path
 from ..errors import InputError, suggest
-from ..lang import ast as A
 from ..lang.build import to_sympy
 from ..lang.library import load_or_raise
-from ..lang.parse import deep_recursion
 from ..version import __version__
-from .compiled import BOUNDS, CHECKPOINT_FIELD, FORMAT
-from .regimes import compose, options_read, used_options
 
 
 def load_library(extra=()):
     """The bundled formula files and ``extra`` ones, parsed and checked (lark, pint): a cache miss."""
     return load_or_raise([Path(formulas_path())] + [Path(p) for p in extra])
-
-
-def compile_options(lib, regime: str, resolved) -> dict:
-    """``regime`` with its resolved options composed (sympy) and compiled: a cache miss."""
-    return compile_regime(lib, compose(lib, regime, resolved))
 
 
 #: the key of a phase's total among a prepared regime's entries: ``phase:<name>``
@@ -401,70 +391,6 @@ def python_module(p: Prepared, lib) -> str:
     return "\n".join(out)
 
 
-# ---------------------------------------------------------------------------
-# the compiled regime as data
-
-def compile_regime(lib, composed) -> dict:
-    """The compiled regime as data: its code and its symbol table."""
-    with deep_recursion():
-        prep = prepare(composed, lib, None, None, with_params=True)
-        code = python_module(prep, lib)
-    extra = _multiple_bounds(lib, composed, prep)
-    code += extra["code"]
-    defaults = dict(prep.defaults, **extra["defaults"])
-    bounds = {n: dict(b) for n, b in prep.bounds.items()}
-    for n, v in extra["multiple"].items():
-        bounds.setdefault(n, {})["multiple"] = v
-    needed = set(prep.args)
-    for deps, _ in defaults.values():
-        needed |= set(deps)
-    for b in bounds.values():
-        for kind, v in b.items():
-            needed |= set(v) if kind == "divides" else set(v[0])
-    symbols = {}
-    for n in sorted(needed):
-        d = lib.symbols[n]
-        symbols[n] = {"alias": d.alias, "domain": d.domain, "keys": list(d.config_keys),
-                      "description": d.description, "unit": lib.units.get(n, "1"),
-                      "default": list(defaults[n][0]) if n in defaults else None}
-        b = bounds.get(n, {})
-        for kind in BOUNDS:
-            if kind in b:
-                symbols[n][kind] = {"args": list(b[kind][0]), "text": _text(lib, b[kind][1]),
-                                    "options": _options_read(getattr(d, kind), dict(composed.options))}
-        if "divides" in b:
-            symbols[n]["divides"] = b["divides"]
-        if d.low is not None:
-            symbols[n]["range"] = [str(_constant(lib, composed, d.low)), str(_constant(lib, composed, d.high))]
-    funcs = {e.key: "_" + e.func for e in prep.entries}
-    comps = []
-    for c in composed.components:
-        t = lib.terms[c]
-        comps.append({"name": c, "func": funcs[c], "description": t.description,
-                      "options": options_read(lib, composed, _reached(composed, [c])),
-                      "unit": "byte" if t.share else lib.units.get(c, "byte"),
-                      "host": bool(t.host),
-                      "sources": list(t.sources), "definition": str(composed.definitions[c]),
-                      "formula": str(composed.expanded[c])})
-    # the timeline: each phase with the components alive in it and the function of its total
-    # (None when the regime has one phase: its total is the regime's)
-    phases = [{"name": p.name, "description": p.description, "components": list(p.components),
-               "func": funcs.get(PHASE_KEY + p.name)} for p in composed.phases]
-    used = used_options(lib, composed)
-    used += sorted(p for p, d in lib.presets.items()      # a preset is in effect when what it sets is
-                   if any(o in used for _, assigns, _ in d.cases for o, _, _ in assigns))
-    # options a checkpoint chooses (read `from` a ckpt_* field), where chosen otherwise than by
-    # default: what a message names when a checkpoint's field is missing (--weights-source file)
-    opts = dict(composed.options)
-    from_ckpt = [[o, opts[o]] for o in sorted(used) if o in lib.options and opts.get(o) != lib.options[o].default
-                 and any(k.startswith(CHECKPOINT_FIELD) for k in lib.options[o].config_keys)]
-    return {"format": FORMAT, "regime": composed.regime, "description": composed.description,
-            "chain": list(composed.chain), "options": [list(kv) for kv in composed.options],
-            "used_options": sorted(used), "checkpoint_options": from_ckpt, "overridden": list(composed.overridden),
-            "args": list(prep.args), "symbols": symbols, "components": comps, "phases": phases, "total": funcs["total"],
-            "params": funcs.get("P"), "code": code}
-
-
 def _multiple_bounds(lib, composed, prep) -> dict:
     """The ``multiple`` bounds of the symbols the regime reads, as code (``_multiple_<symbol>``),
     with the defaults of the symbols they read that the printer did not reach:
@@ -509,91 +435,3 @@ def composed_symbols(prep):
         for kind, v in b.items():
             out += v if kind == "divides" else v[0]
     return list(dict.fromkeys(out))
-
-
-def _options_read(expr, options) -> list:
-    """The options a bound reads through ``match``, each with the choice in effect, as
-    [[option, choice], ...]: what a message names (``with --offload optimizer-params``)."""
-    out = []
-
-    class Walk(A.Visitor):
-        def visit_Match(self, e):
-            chosen = options[e.option]
-            if [e.option, chosen] not in out:
-                out.append([e.option, chosen])
-            for c in e.cases:
-                if chosen in c.labels:
-                    self.visit(c.expr)
-
-    if expr is not None:
-        Walk().visit(expr)
-    return out
-
-
-def _constant(lib, composed, expr) -> Fraction:
-    """A constant of the formula files (a run-time range's end) as an exact Fraction."""
-    x = to_sympy(expr, lambda s: composed.symbols[s], dict(composed.options))
-    return Fraction(str(x))
-
-
-# ---------------------------------------------------------------------------
-# the sensitivity of a total at a point (``vramsym advise``)
-
-def _local(expr, at: dict, x=None, stepped=None):
-    """``expr`` as it is near the point ``at``: each Max / Min replaced by its active argument, each
-    Piecewise by its active branch, each ceiling / floor by its value (constant almost everywhere),
-    except one that reads ``x``: that one by its argument, so that the derivative in ``x`` is the
-    average slope across its rounding steps (a KV cache padded to 256 cells grows in steps of 256
-    tokens: 0 between steps would say a shorter context saves nothing); its name goes into
-    ``stepped``."""
-
-    def value(e):
-        return e.xreplace(at)
-
-    def walk(e):
-        if not e.args or e.is_Atom:
-            return e
-        if isinstance(e, (sympy.Max, sympy.Min)):
-            args = [walk(a) for a in e.args]
-            vals = [value(a) for a in args]
-            pick = max if isinstance(e, sympy.Max) else min
-            return args[vals.index(pick(vals))]
-        if isinstance(e, sympy.Piecewise):
-            for branch in e.args:
-                if bool(value(branch.cond)):
-                    return walk(branch.expr)
-            return e
-        if isinstance(e, (sympy.ceiling, sympy.floor)):
-            if x is not None and x in e.free_symbols:
-                if stepped is not None:
-                    stepped.append(str(x))
-                return walk(e.args[0])
-            return value(e)
-        if isinstance(e, ExprCondPair):
-            return e
-        return e.func(*[walk(a) for a in e.args])
-    return walk(expr)
-
-
-def sensitivity_at(lib, regime: str, options: dict, values, syms) -> dict:
-    """d total / d x for the inputs ``syms`` (alias -> symbol) at the bound ``values``: the
-    derivative of the composed total with the other values substituted, each max / min / piecewise
-    at its active branch (:func:`_local`), as an expression in x and its exact value there
-    (vramsym.engine.advice.sensitivity keeps the answer in the user cache)."""
-    composed = compose(lib, regime, options)
-
-    def rat(v):
-        f = Fraction(v)
-        return sympy.Rational(f.numerator, f.denominator)
-    at = {sym: rat(values[n]) for n, sym in composed.symbols.items() if n in values}
-    out = {}
-    for alias, s in syms.items():
-        x = composed.symbols[s]
-        stepped: list = []
-        local = _local(composed.total, at, x, stepped).xreplace({k: v for k, v in at.items() if k != x})
-        d = sympy.expand(sympy.diff(local, x))
-        here = d.xreplace({x: at[x]})
-        exact = Fraction(int(here.p), int(here.q)) if here.is_Rational else None
-        out[alias] = {"symbol": s, "derivative": sympy.sstr(d), "bytes_per_unit": None if exact is None else float(exact),
-                      "exact": None if exact is None else str(exact), "averaged_over_steps": bool(stepped)}
-    return out

@@ -13,6 +13,7 @@ from ..catalog.gpus import gpu_inputs, resolve_capacity
 from ..catalog.models import unmodelled
 from . import cache
 from .bind import bind, bound_of, check_bounds, user_values
+from .assemble import UNIT_FORMAT, assemble
 from .compiled import CompiledRegime
 from ..errors import DoesNotFit, InputError, NotModelled, SolveError, suggest
 from .inverse import largest_fitting
@@ -23,11 +24,12 @@ from .results import Binding, Estimate, Solution, negative, to_int_bytes
 _MEMO: dict = {}
 
 
-def _compiler():
-    """The cache miss's gate (tests/test_imports.py GATES): parsing, composing and compiling the
-    formula files import lark, pint and sympy, which the warm path never loads."""
-    from . import compiler
-    return compiler
+def _units():
+    """The cache miss's gate (tests/test_imports.py GATES): parsing and checking the formula files
+    and compiling a definition that neither the package nor the cache holds import lark, pint and
+    sympy (vramsym.engine.units), which the warm path never loads."""
+    from . import units
+    return units
 
 
 class Vocabulary:
@@ -39,6 +41,10 @@ class Vocabulary:
         self.key = self.shipped_key = None
         self._shipped = self._page = None
         self._compiled = {}        # this vocabulary's compiled regimes, by regime and options
+        self._digest = None        # the library's structure (vramsym.engine.units.digest)
+        self._units = {}           # compiled definitions, by unit key
+        self._unit_sources = None  # (shipped units, the user cache's units) once read
+        self._new_units = False
         if library is not None:
             self.interface = interface_of(library)
             return
@@ -83,7 +89,7 @@ class Vocabulary:
 
     def load_library(self):
         if self.library is None:       # a cache miss: parse and check the formula files (lark, pint)
-            self.library = _compiler().load_library(self.extra)
+            self.library = _units().load_library(self.extra)
         return self.library
 
     def known_inputs(self):
@@ -91,16 +97,6 @@ class Vocabulary:
 
     def resolve(self, regime: str, options, config=None) -> dict:
         return resolve_options(self.interface, regime, dict(options or {}), config)
-
-    def refused_terms(self, regime: str, options=None, config=None):
-        """The names of the terms ``regime`` with ``options`` (resolved against ``config``) composes,
-        where the package ships that combination as refused to every catalog model asking for it
-        (vramsym.precompile's REFUSED), else None: a model it refuses too is refused
-        without compiling it."""
-        if not self.shipped_key:
-            return None
-        name = cache.entry_name("regime", regime, sorted(self.resolve(regime, options, config).items()))
-        return cache.shipped_refused(self.shipped_key, name)
 
     def compiled(self, regime: str, options=None, config=None) -> CompiledRegime:
         """The compiled regime for ``regime`` with ``options`` resolved (against ``config``)."""
@@ -128,14 +124,59 @@ class Vocabulary:
                 compiled = None      # shipped by another format: compiled below
             if compiled:
                 cache.put(self.key, name, compiled.cache_payload())
-        if compiled is None:     # a cache miss: compose and compile with sympy
-            data = _compiler().compile_options(self.load_library(), regime, resolved)
+        if compiled is None:     # a cache miss: the regime's units joined (vramsym.engine.assemble)
+            data = assemble(self.digest(), regime, resolved, self.unit)
             compiled = CompiledRegime(data)
             if self.key is not None:
                 cache.put(self.key, name, compiled.cache_payload())
+                if self._new_units:     # definitions compiled with sympy here: kept for the next miss
+                    cache.put(self.key, "units", self._unit_sources[1])
+                    self._new_units = False
         self._compiled[memo_key] = compiled
         return compiled
 
+
+    def digest(self) -> dict:
+        """The library's structure that regimes are assembled from: in the user cache, shipped
+        with the package, or read from the formula files (lark, pint, sympy)."""
+        if self._digest is None:
+            d = cache.get(self.key, "digest") if self.key is not None else None
+            if (d is None or d.get("format") != UNIT_FORMAT) and self.shipped_key:
+                d = cache.shipped(self.shipped_key, "digest")
+                if d is not None and d.get("format") == UNIT_FORMAT and self.key is not None:
+                    cache.put(self.key, "digest", d)
+            if d is None or d.get("format") != UNIT_FORMAT:
+                d = _units().digest(self.load_library())
+                if self.key is not None:
+                    cache.put(self.key, "digest", d)
+            self._digest = d
+        return self._digest
+
+    def unit(self, key: str, fallback: str = None) -> dict:
+        """The compiled definition ``key`` (vramsym.engine.units.compile_unit): shipped with the
+        package, in the user cache, or compiled now with sympy; where ``key`` is not at hand but
+        ``fallback`` (the same definition without terms substituted) is, that one."""
+        keys = (key,) if self.library is not None and self.key is None else (key, fallback)
+        # (a vocabulary of a library, as vramsym.precompile makes one, compiles each unit exactly)
+        for k in keys:
+            u = self._units.get(k) if k else None
+            if u is not None:
+                return u
+        if self._unit_sources is None:
+            shipped = cache.shipped(self.shipped_key, "units") if self.shipped_key else None
+            user = cache.get(self.key, "units") if self.key is not None else None
+            self._unit_sources = (shipped if isinstance(shipped, dict) else {},
+                                  user if isinstance(user, dict) else {})
+        for k in keys:
+            u = (self._unit_sources[0].get(k) or self._unit_sources[1].get(k)) if k else None
+            if u is not None and u.get("format") == UNIT_FORMAT:
+                self._units[k] = u
+                return u
+        u = _units().compile_unit(self.load_library(), key)
+        self._unit_sources[1][key] = u
+        self._new_units = True
+        self._units[key] = u
+        return u
 
     @classmethod
     def of(cls, extra=(), library=None) -> "Vocabulary":
@@ -558,10 +599,6 @@ def compile(model=None, regime: str = "inference", options=None, library=None, f
     """``regime`` with ``options`` compiled (or found compiled) and bound to ``model``."""
     vocabulary = vocabulary or Vocabulary.of(formulas, library)
     cfg = model.config if model is not None else None
-    if model is not None and model.assume is None:     # refused without compiling what it refuses
-        terms = vocabulary.refused_terms(regime, options, cfg)
-        if terms is not None:
-            refuse_gap(model, regime, vocabulary.interface.regimes, unmodelled(model, terms))
     c = BoundRegime(vocabulary.compiled(regime, options, cfg), model, vocabulary.known_inputs())
     c.regimes = vocabulary.interface.regimes
     if getattr(model, "checkpoint", None) and dict(c.regime.options).get("weights_source") == "file" \

@@ -172,9 +172,6 @@ def page_group_specs(vocabulary, models, compiled=None) -> dict:
     aliases, out = gpu_aliases(list(gpu_catalog())), {}
     for spec in models:
         for regime, user in page_variants(vocabulary, spec.config):
-            terms = None if compiled else vocabulary.refused_terms(regime, user, spec.config)
-            if terms is not None and unmodelled(spec, terms) is not None:
-                continue            # shipped as refused, and refused to this model: not compiled
             c = (compiled or vocabulary.compiled)(regime, user, spec.config)
             if c is not None and unmodelled(spec, [t.name for t in c.components]) is None:
                 g = group_spec(c, aliases)
@@ -234,10 +231,7 @@ def _config(page: _Page, spec, regime: str, user: dict) -> dict:
     """One configuration of the page: its group and what binding gives (or why it is refused)."""
     vocabulary = page.vocabulary
     if spec.assume is None:
-        # a combination shipped as refused is refused without compiling it
-        terms = vocabulary.refused_terms(regime, user, spec.config)
-        if terms is None:
-            terms = [t.name for t in vocabulary.compiled(regime, user, spec.config).components]
+        terms = [t.name for t in vocabulary.compiled(regime, user, spec.config).components]
         gap = unmodelled(spec, terms)
         if gap is not None:
             return {"refused": _refusal(vocabulary, spec, regime, user, gap)}

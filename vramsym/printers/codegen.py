@@ -21,6 +21,9 @@ one export takes the same arguments, the free symbols left after binding, sorted
 """
 from __future__ import annotations
 
+import dataclasses
+from fractions import Fraction
+
 import json
 from typing import Mapping, Optional
 
@@ -283,6 +286,47 @@ def _latex(p: Prepared, lib) -> str:
     return "\n".join(lines)
 
 
+def _python_engine(p: Prepared, composed, lib) -> str:
+    """``export --to python`` of a whole regime: the module the engine itself runs for it
+    (vramsym.engine.assemble: the regime's compiled definitions, one exact function), verbatim,
+    then a public function per total, phase and component that passes the bound constants and
+    the arguments to it."""
+    from ..engine.runtime import Vocabulary     # the regime as the engine runs it (not what page groups read)
+    compiled = Vocabulary.of(library=lib).compiled(composed.regime, dict(composed.options))
+    args = [a for a in compiled.args if a not in p.bound]
+    p = dataclasses.replace(p, args=tuple(args))
+    ren, _, params, out = py_module_start(p, lib, "python", ExactPythonPrinter, [
+        "Exact: every argument is converted with Fraction() (pass ints, Fractions or decimal",
+        "strings); a result is an int when whole, else a Fraction. No sympy needed. The code",
+        "below `_evaluate` is the code vramsym runs for this regime and these options."],
+        [])
+    phases = [ph.name for ph in compiled.phases]
+    comps = [c.name for c in compiled.components]
+
+    def const(v):
+        v = Fraction(v)
+        return str(v.numerator) if v.denominator == 1 else f"Fraction({v.numerator}, {v.denominator})"
+    call = "_evaluate(" + ", ".join(const(p.bound[a]) if a in p.bound else f"_exact({ren[a]})"
+                                   for a in compiled.args) + ")"
+    out += [compiled.data["code"], "", "",
+            "def _exact(value):",
+            "    value = Fraction(value)",
+            "    return value.numerator if value.denominator == 1 else value", ""]
+    for e in p.entries:
+        if e.key == "total":
+            pick = "[0]"
+        elif e.key.startswith(PHASE_KEY):
+            pick = f"[1][{phases.index(e.key[len(PHASE_KEY):])}]" if len(phases) > 1 else "[0]"
+        else:
+            pick = f"[2][{comps.index(e.key)}]"
+        out += ["", f"def {e.func}({params}):", "    " + py_string(f"{e.description} [{e.unit}]."),
+                f"    return _exact({call}{pick})", ""]
+    defaults = {n: m.default for n, m in compiled.symbols.items() if m.default is not None and n not in p.bound}
+    out += ["", "# defaults of symbols a model's config may leave out (symbol: its arguments): _default_<symbol>",
+            f"DEFAULTS = {{{', '.join(f'{n!r}: {tuple(d)!r}' for n, d in defaults.items())}}}", ""]
+    return "\n".join(out)
+
+
 _EMIT = {"python": python_module, "numpy": _numpy, "javascript": _javascript, "js": _javascript,
          "c": _c, "json": _json, "latex": _latex}
 
@@ -292,7 +336,10 @@ def export(composed, lib, target: str, binding_values: Optional[Mapping[str, obj
     emit = _EMIT.get(target.lower())
     if emit is None:
         raise InputError(f"unknown export target '{target}': use one of {', '.join(TARGETS)}")
-    return emit(prepare(composed, lib, binding_values, term), lib)
+    prepared = prepare(composed, lib, binding_values, term)
+    if emit is python_module and term is None:
+        return _python_engine(prepared, composed, lib)
+    return emit(prepared, lib)
 
 
 # ---------------------------------------------------------------------------

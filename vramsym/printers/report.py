@@ -300,7 +300,7 @@ def print_advice(d: dict, cap_desc: str, unit: str | None, out) -> None:
         shape = "constant here" if s["derivative"] == s["exact"] else f"= {s['derivative']}"
         if s.get("averaged_over_steps"):
             shape += f"; the total grows in steps of {alias}: the average slope across them"
-        print(f"d total / d {alias}: {here} B per one more {alias} ({shape}; sympy, at the active branch)", file=out)
+        print(f"d total / d {alias}: {here} B per one more {alias} ({shape}; at the active branch)", file=out)
     if not d["changes"]:
         print("no change in formulas/advice.json lowers the total of this configuration", file=out)
         return
