@@ -122,11 +122,10 @@ def test_editing_a_stage_changes_the_answer(env, tmp_path):
     shutil.copytree(ROOT / "formulas", pkg / "formulas")
     before = _run(ARGV, env, cwd=tmp_path, pkg_parent=pkg)
     assert before[0] == 0, before
-    regimes = pkg / "vramsym" / "engine" / "regimes.py"     # stage 4: every component counted twice
-    text = regimes.read_text()
-    assert "    top = chain[-1]\n    return Composed(" in text
-    regimes.write_text(text.replace("    top = chain[-1]\n    return Composed(",
-                                    "    total = 2 * total\n    top = chain[-1]\n    return Composed("))
+    stage = pkg / "vramsym" / "engine" / "assemble.py"     # stage 5: the total counted twice
+    text = stage.read_text()
+    assert 'f"    return ({total}, (' in text
+    stage.write_text(text.replace('f"    return ({total}, (', 'f"    return (2 * {total}, ('))
     after = _run(ARGV, env, cwd=tmp_path, pkg_parent=pkg)
     assert after[0] == 0, after
     assert json.loads(after[1])["total_bytes"] == 2 * json.loads(before[1])["total_bytes"]

@@ -14,16 +14,11 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from .compiled import _whole as _exact
+
 #: the highest power of e carried: the totals are at most quadratic in the batch or the length,
 #: and a nonzero term of this order says the slope is no low polynomial
 ORDER = 3
-
-
-def _exact(v):
-    if type(v) is int:
-        return v
-    v = Fraction(v)
-    return v.numerator if v.denominator == 1 else v
 
 
 class Jet:

@@ -28,6 +28,7 @@ from ..lang.library import names_in
 from ..lang.parse import deep_recursion
 from .compiler import ExactPythonPrinter, _hold_piecewise, _text, load_library  # noqa: F401  (runtime's miss)
 from .options import _chain, assembled
+from .regimes import _Options
 from .unit_keys import UNIT_FORMAT, unit_key
 
 
@@ -111,15 +112,6 @@ def _names_on_path(lib, e, fixed):
 
 # ---------------------------------------------------------------------------
 # the library's structure, as data
-
-class _Options(A.Visitor):
-    def __init__(self):
-        self.used = set()
-
-    def visit_Match(self, e):
-        self.used.add(e.option)
-        self.generic_visit(e)
-
 
 def _options_in(e) -> List[str]:
     v = _Options()
