@@ -30,10 +30,11 @@ EXTRA = [{}, {"attention": "eager"}, {"checkpointing": "full", "lora_dtype": "ba
 MULTI_REGIMES = ["train", "train_states", "lora", "qlora"]
 
 
-def grid(multi: bool = True) -> dict:
+def grid(multi: bool = True, models=None) -> dict:
     lib = vramsym.load_library()
     out = {}
-    for row in vramsym.catalog_models():
+    rows = [r for r in vramsym.catalog_models() if models is None or r["name"] in models]
+    for row in rows:
         model = vramsym.load_model(row["name"])
         for r in REGIMES:
             for p in PRECISIONS:
@@ -45,7 +46,7 @@ def grid(multi: bool = True) -> dict:
                     out[key] = _row(model, r, dict(ex, precision=p), ins, lib)
     if multi:
         # sharded training on 2 GPUs: every ZeRO stage of FSDP2 and DeepSpeed
-        for row in vramsym.catalog_models():
+        for row in rows:
             model = vramsym.load_model(row["name"])
             for r in MULTI_REGIMES:
                 for impl in ("fsdp2", "deepspeed"):
@@ -74,8 +75,10 @@ def main():
     g.add_argument("--compare")
     ap.add_argument("--show", type=int, default=50, help="rows of differences to print")
     ap.add_argument("--single-gpu", action="store_true", help="only the 9,600 one-GPU estimates")
+    ap.add_argument("--models", help="these catalog models only (comma-separated): against an engine "
+                                     "that compiles each combination with sympy, the whole grid takes hours")
     args = ap.parse_args()
-    now = grid(multi=not args.single_gpu)
+    now = grid(multi=not args.single_gpu, models=args.models.split(",") if args.models else None)
     if args.write:
         json.dump(now, open(args.write, "w"), indent=0)
         print(f"{len(now)} estimates written to {args.write}")
@@ -86,6 +89,9 @@ def main():
         if isinstance(row, list):           # the format before 2027-01: [total, component bytes...]
             return row[0]
         return row if isinstance(row, str) else row["total"]
+    if args.models:
+        keep = set(args.models.split(","))
+        before = {k: v for k, v in before.items() if k.split("|")[0] in keep}
     diff = [k for k in before if total(before[k]) != total(now.get(k))]
     # components that kept their name must keep their bytes (the peak phase's breakdown may list fewer)
     comp = [k for k in before if k not in diff and isinstance(before[k], dict) and isinstance(now.get(k), dict)
