@@ -35,6 +35,16 @@ def test_the_shipped_page_groups_were_printed_by_todays_printers():
         f"vramsym/_precompiled/page/ is stale: {REGENERATE} (--page: the page groups alone)"
 
 
+def _fresh(code, tmp_path, **env) -> str:
+    """What ``python -c code`` prints from an empty user cache under ``tmp_path`` (``env`` added)."""
+    run_env = dict(os.environ, VRAMSYM_CACHE_DIR=str(tmp_path / "cache"))
+    run_env.pop("VRAMSYM_NO_CACHE", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                         env=dict(run_env, **env))
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout
+
+
 def test_every_combination_of_the_catalog_assembles_from_shipped_units_without_sympy(tmp_path):
     """Every regime's defaults, every fit row and every page configuration, for every catalog model,
     is assembled from the shipped digest and units alone, from an empty user cache: the formula
@@ -50,11 +60,7 @@ def test_every_combination_of_the_catalog_assembles_from_shipped_units_without_s
             "for regime, opts, users in combinations(v, [load_model(m) for m in sorted(catalog())]):\n"
             "    v.compiled(regime, opts, users[0].config); n += 1\n"
             "print(n, v.library is None, len(v._unit_sources[1]))")
-    env = dict(os.environ, VRAMSYM_CACHE_DIR=str(tmp_path / "cache"))
-    env.pop("VRAMSYM_NO_CACHE", None)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
-    assert out.returncode == 0, out.stderr[-2000:]
-    n, unread, compiled = out.stdout.split()
+    n, unread, compiled = _fresh(code, tmp_path).split()
     assert int(n) > 800 and (unread, compiled) == ("True", "0"), (out.stdout, REGENERATE)
 
 
@@ -66,15 +72,9 @@ def test_a_combination_no_catalog_model_makes_assembles_without_sympy(tmp_path):
             "e = vramsym.estimate('mixtral-8x7b', 'lora', {'checkpointing': 'full', 'optimizer': 'lion'},"
             " {'batch': 2, 'seq': 2048})\n"
             "print(e.exact_total, 'sympy' in sys.modules)")
-    env = dict(os.environ, VRAMSYM_CACHE_DIR=str(tmp_path / "cache"))
-    env.pop("VRAMSYM_NO_CACHE", None)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
-    assert out.returncode == 0, out.stderr[-2000:]
-    total, with_sympy = out.stdout.split()
-    assert with_sympy == "False", out.stdout
-    fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                           env=dict(env, VRAMSYM_NO_CACHE="1"))
-    assert fresh.stdout.split() == [total, "True"], fresh.stdout
+    total, with_sympy = _fresh(code, tmp_path).split()
+    assert with_sympy == "False", total
+    assert _fresh(code, tmp_path, VRAMSYM_NO_CACHE="1").split() == [total, "True"]
 
 
 def test_every_group_of_the_whole_catalogs_page_is_shipped():

@@ -6,9 +6,10 @@ compiled for the options its matches read, with the terms that are 0 there subst
 :func:`vramsym.engine.units.compile_unit`) that the whole catalog reaches: every regime with the
 options each model resolves to by default, every ``fit`` row and every configuration of the
 calculator page (one option changed at a time: vramsym.printers.calculator.PAGE_REGIMES). Any
-other combination of options assembles from the same units (:mod:`vramsym.engine.assemble`);
-a unit it needs that is not shipped (a term that is 0 only under that combination) is compiled
-on that machine once and kept in the user cache. Each file is JSON, xz-compressed (source code,
+other combination of options assembles from the same units (:mod:`vramsym.engine.assemble`):
+every definition is also shipped for every choice of the options it reads with no term
+substituted (:func:`every_unit`), which stands in where a combination's zero terms make a unit
+none of those reached. Each file is JSON, xz-compressed (source code,
 not bytecode: any Python reads them), with the key they were compiled under
 (:func:`vramsym.engine.cache.shipped_key`). The repository ships what it writes into the
 package's ``_precompiled/`` (generated data, committed: tests/test_precompiled.py fails while it
@@ -36,7 +37,6 @@ from .printers import calculator
 from .engine import cache
 from .engine.options import interface_of
 from .engine.unit_keys import specialized
-from .engine.regimes import compose
 from .engine.runtime import Vocabulary
 
 
@@ -59,14 +59,6 @@ def entry_of(vocabulary, regime, opts, model):
     resolve to (sorted pairs)."""
     resolved = tuple(sorted(vocabulary.resolve(regime, opts, model.config).items()))
     return cache.entry_name("regime", regime, list(resolved)), resolved
-
-
-def shipped_name(lib, vocabulary, regime, opts, model):
-    """The name of the shipped entry for ``regime`` with ``opts`` over ``model`` (the options it
-    resolves to), and the names of the terms it composes."""
-    name, resolved = entry_of(vocabulary, regime, opts, model)
-    composed = compose(lib, regime, dict(resolved))
-    return name, [getattr(c, "name", c) for c in composed.components]
 
 
 SUFFIX = ".json.xz"      # each entry's JSON, xz-compressed on its own (342 entries: about 6 MB, not 79)

@@ -379,7 +379,7 @@ def _function(name: str, unit: dict) -> list[str]:
 
 def _symbol_table(reg: _Regime, args: list[str]):
     """The symbol table of the regime's arguments and of every symbol their defaults and bounds
-    read (vramsym.engine.compiler.compile_regime's), with the code of those defaults and bounds."""
+    read, with the code of those defaults and bounds: what binding checks and fills in."""
     dsym = reg.dig["symbols"]
     defaults: dict[str, tuple] = {}
     bounds: dict[str, dict] = {}

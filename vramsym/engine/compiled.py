@@ -1,7 +1,7 @@
 """Stage 5: the compiled regime, the only thing that turns bound numbers into bytes.
 
-:func:`vramsym.engine.compiler.compile_regime` runs once per regime and resolved options
-(sympy is needed there) and gives plain data (JSON), which :mod:`vramsym.engine.cache`
+:func:`vramsym.engine.assemble.assemble` runs once per regime and resolved options
+(from compiled definitions, without sympy) and gives plain data (JSON), which :mod:`vramsym.engine.cache`
 persists. ``CompiledRegime(data)`` runs that code and reads its tables into typed records
 (:mod:`vramsym.records`: a :class:`~vramsym.records.Symbol` per symbol, a
 :class:`~vramsym.records.Term` per component, a :class:`~vramsym.records.Phase` per phase); binding (:mod:`vramsym.engine.bind`),
@@ -37,13 +37,13 @@ class CompiledRegime:
 
     __slots__ = ("data", "regime", "description", "options", "used_options", "symbols", "args",
                  "components", "overridden", "_total", "_evaluate", "_params", "defaults", "code_object", "_alias",
-                 "bounds", "checks", "ranges", "checkpoint_options", "phases", "_phase_funcs")
+                 "bounds", "checks", "ranges", "checkpoint_options", "phases")
 
     def __init__(self, data: dict):
         if data.get("format") != FORMAT:
             raise ValueError("compiled regime of another format")
         ns: dict = {}
-        # vramsym's own generated module: built in this process by compile_regime, or read
+        # vramsym's own generated module: built in this process by assemble, or read
         # back from the private cache after its keyed hash was verified (vramsym.engine.cache);
         # the cache also keeps its bytecode (same interpreter: the cache key names it)
         if data.get("bytecode"):
