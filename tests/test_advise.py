@@ -65,7 +65,7 @@ def test_a_combination_fits_without_lowering_the_batch(inference_advice):
     """No single quantization fits batch 16 x 8192 on 24 GB; the combined change (then the largest
     batch) does, and names each part."""
     rows = inference_advice["changes"]
-    singles = [r for r in rows if "solved" not in r and "layout" not in r and "combined" not in r]
+    singles = [r for r in rows if "solved" not in r and "layout" not in r and "combined" not in r and "engine" not in r]
     assert singles and not any(r["fits"] for r in singles)
     combo = next(r for r in rows if "combined" in r)
     assert combo["fits"] and len(combo["combined"]) >= 2
@@ -144,3 +144,16 @@ def test_advise_proposes_more_gpus_and_less_when_allowed():
     assert any(r.get("solved", {}).get("seq", 2048) < 2048 for r in d["changes"])
     code, out, err = run_cli([*LORA_ONE_GPU, "--allow-gpus", "4"])
     assert not any("layout" in r and r["layout"]["gpus"] > 4 for r in json.loads(out)["changes"])
+
+
+def test_another_engine_is_proposed_and_reproduced_but_never_combined(inference_advice):
+    """Issue 25: a job that does not fit in transformers may fit in llama.cpp (a Q4_K_M GGUF, every
+    layer on the GPU): the row names the engine, its argv moves to the llama_cpp regime and gives the
+    same total, and the combinations stay on the user's engine."""
+    rows = inference_advice["changes"]
+    engine = [r for r in rows if r.get("engine") == "llama.cpp"]
+    assert engine and all(r["regime"] == "llama_cpp" and "--quant" in r["args"] for r in engine)
+    for r in engine:
+        assert _estimate_total(r["argv"]) == r["total_bytes"]
+    combo = next(r for r in rows if "combined" in r)
+    assert not any("llama.cpp" in part for part in combo["combined"])

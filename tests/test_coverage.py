@@ -366,3 +366,14 @@ def test_a_config_that_leaves_fields_out_reads_the_config_classes_defaults(tmp_p
         if got is not None and got != meta:
             wrong.append((mt, got, meta))
     assert checked >= 50 and not wrong, (checked, wrong)
+
+
+def test_a_type_whose_defaults_do_not_build_is_repaired_from_its_own_fields_or_still_classified(tool):
+    """Every type ends exact, text-exact or refused, not 'build-failed', where its config can be read:
+    Ministral's class leaves head_dim None (its model needs hidden_size // num_attention_heads), Dots1's leaves
+    the expert counts None; DBRX's model does not build on CPU at all, but vramsym refuses its config."""
+    rows = {r["model_type"]: r for r in tool.run(["ministral", "dots1", "dbrx"])}
+    assert rows["ministral"]["status"] == "exact" and "head_dim=128" in rows["ministral"]["note"]
+    assert rows["ministral"]["vram_kv"] == rows["ministral"]["meta_kv"]
+    assert rows["dots1"]["status"] == "refused" and "n_routed_experts=128" in rows["dots1"]["note"]
+    assert rows["dbrx"]["status"] == "refused" and "does not build on CPU" in rows["dbrx"]["note"]

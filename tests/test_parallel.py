@@ -433,3 +433,27 @@ def test_dtensor_refusal_on_the_command_line_exits_1():
     code, _, err = run_cli(["estimate", "--model", "olmo-2-7b", "--regime", "lora", "--batch", "1", "--seq", "512",
                             "--gpus", "4", "--tp", "4", "--tp-style", "dtensor"])
     assert code == 1 and "Traceback" not in err and "--tp-style dtensor with --tp 4" in err
+
+
+@pytest.mark.parametrize("model,regime,inputs,gpu", [
+    ("llama-3.1-8b", "train", {"batch": 1, "seq": 4096}, "24GB"),
+    ("llama-3.1-70b", "train", {"batch": 1, "seq": 4096}, "80GB"),
+    ("llama-3.1-70b", "inference", {"batch": 8, "seq": 8192}, "24GB"),
+    ("mixtral-8x7b", "lora", {"batch": 2, "seq": 2048}, "40GB"),
+    ("qwen2.5-72b", "train", {"batch": 2, "seq": 2048, "hsdp_node": 4}, "80GB"),
+])
+def test_min_gpus_best_only_prunes_to_the_same_best_layout(model, regime, inputs, gpu):
+    """advise asks min_gpus for its best layout only: the search that skips the layouts whose degrees
+    alone take more GPUs than one found (and searches the rest only up to that count) gives the same
+    best layout and total as the whole search."""
+    from vramsym.catalog.gpus import resolve_capacity
+    from vramsym.engine.layouts import min_gpus
+    r = vramsym.compile(model, regime)
+    capacity = resolve_capacity(gpu)[0]
+    ins = dict(inputs)
+    if "hsdp_node" in ins and r.regime.symbol("hsdp_node") is None:
+        ins.pop("hsdp_node")
+    whole, pruned = min_gpus(r, capacity, dict(ins)), min_gpus(r, capacity, dict(ins), best_only=True)
+    assert pruned["best"][1] == whole["best"][1]
+    assert pruned["best"][0].total_bytes == whole["best"][0].total_bytes
+    assert len(pruned["layouts"]) <= len(whole["layouts"])

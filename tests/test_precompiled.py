@@ -186,3 +186,16 @@ def test_the_user_cache_key_survives_a_reinstall_of_the_same_files(tmp_path):
     cli = tmp_path / "b" / "vramsym" / "cli.py"
     cli.write_text(cli.read_text(encoding="utf-8") + "\n", encoding="utf-8")
     assert key_of(tmp_path / "b") != k
+
+
+def test_precompile_refuses_an_option_it_does_not_know_rather_than_writing_a_folder_named_after_it(tmp_path, monkeypatch,
+                                                                                                  capsys):
+    """`python -m vramsym.precompile --help` once started a 20-minute run writing into ./--help."""
+    from vramsym import precompile
+    monkeypatch.chdir(tmp_path)
+    assert precompile.main(["--help"]) == 0
+    assert "usage: python -m vramsym.precompile" in capsys.readouterr().out
+    assert precompile.main(["--bogus"]) == 2
+    assert "unexpected argument '--bogus'" in capsys.readouterr().err
+    assert precompile.main([str(tmp_path / "a"), str(tmp_path / "b")]) == 2
+    assert list(tmp_path.iterdir()) == []

@@ -118,7 +118,8 @@ def test_catalog_models_counts():
                 "llama-4-scout": (48, 36), "qwen3-next-80b-a3b": (48, 0),    # every layer MoE; Scout: every fourth layer a global NoPE one (an empty no_rope_layers list is the default pattern), the rest chunked
                 "granite-4.0-h-small": (40, 0), "qwen3.5-35b-a3b": (40, 0), "jamba-v0.1": (16, 0),    # Jamba: every other
                 "smollm3-3b": (0, 0), "olmo-2-13b": (0, 0),    # no sliding_window: SmolLM3's use_sliding_window false
-                "command-r7b": (0, 24)}    # 32 layers, sliding_window_pattern 4: every fourth global, 32 - 8 slide
+                "command-r7b": (0, 24),     # 32 layers, sliding_window_pattern 4: every fourth global, 32 - 8 slide
+                "olmo-3-7b": (0, 24), "olmo-3-32b": (0, 48)}   # layer_types: three sliding then one full
     for name in M.catalog():
         c = M.load_model(name).config
         got = (c["arch_moe_layers"], c["arch_sliding_layers"])

@@ -79,6 +79,69 @@ def test_vllm_blocks_round_up_per_request(lib):
     assert kv == 2 * 16 * 2 * 8 * 128 * 2 * 32                          # 17 tokens take two blocks
 
 
+
+def _vllm_blocks_per_request(kinds, window, s, block=16, batched=8192):
+    """vLLM's hybrid KV cache manager, transcribed from v1/core/kv_cache_utils.py independently of
+    formulas/serving.vram: ``kinds`` is each layer's spec ('full' or 'sliding'), grouped by
+    _get_kv_cache_groups_uniform_page_size (group size: the fewest layers of a kind, or the most when
+    max < 1.5 x min; cdiv(n, group_size) groups of each kind); a request of ``s`` tokens takes
+    cdiv(s, block) blocks per full group and cdiv(min(window - 1 + max_num_batched_tokens, s), block) + 1
+    per sliding group (SlidingWindowSpec.max_memory_usage_bytes). Returns (group size, groups, blocks)."""
+    counts = {k: kinds.count(k) for k in set(kinds)}
+    if len(counts) == 1:                                   # _get_kv_cache_config_uniform_type
+        size, groups = len(kinds), {kinds[0]: 1}
+    else:
+        size = min(counts.values())
+        if max(counts.values()) < size * 1.5:
+            size = max(counts.values())
+        groups = {k: -(-n // size) for k, n in counts.items()}
+    need = {"full": -(-s // block),
+            "sliding": -(-min(window - 1 + batched, s) // block) + 1 if window else None}
+    return size, sum(groups.values()), sum(n * need[k] for k, n in groups.items())
+
+
+def _vllm_kinds(name):
+    """Each layer's vLLM spec, from transformers' own config class (not vramsym's sliding rules): the
+    layers its layer_types call sliding, every layer where the config has a window but no layer_types
+    (vLLM's model-wide cache_config.sliding_window: Mistral 7B v0.1), and chunked layers paged whole
+    (the hybrid manager is off for chunked local attention by default)."""
+    from transformers import AutoConfig
+    raw = dict(vramsym.load_model(name).raw_config)
+    cfg = AutoConfig.for_model(**raw)
+    cfg = cfg.get_text_config()
+    types = getattr(cfg, "layer_types", None)
+    window = getattr(cfg, "sliding_window", None)
+    if not types:
+        types = ["sliding_attention" if window else "full_attention"] * cfg.num_hidden_layers
+    return ["sliding" if t == "sliding_attention" else "full" for t in types], window
+
+
+@pytest.mark.parametrize("name", ["gemma-3-27b", "gemma-3-1b", "gemma-2-9b", "gpt-oss-20b", "gpt-oss-120b",
+                                  "mistral-7b-v0.1", "command-r7b", "olmo-3-7b", "llama-4-scout",
+                                  "llama-3.1-8b", "qwen2.5-7b"])
+@pytest.mark.parametrize("s", [700, 32768])
+def test_vllm_pages_sliding_window_layers_by_their_window_as_its_hybrid_manager_does(lib, name, s):
+    """A sliding-window layer keeps only its window's blocks in vLLM (Gemma 3 27B at 32k on an H100:
+    2,048 blocks for its 10 full layers and 577 for each of its 6 groups of sliding ones, 1.90x
+    concurrency where every layer paged whole gave 0.55x); the pool's block is one page of every
+    layer of a group."""
+    pytest.importorskip("transformers")
+    m = vramsym.load_model(name)
+    kinds, window = _vllm_kinds(name)
+    size, groups, per_request = _vllm_blocks_per_request(kinds, window, s)
+    r = vramsym.compile(m, "vllm", library=lib)
+    est = r.evaluate(r.with_gpu({"batch": 1, "seq": s}, "h100-sxm-80gb"))      # a large GPU: 8,192 batched tokens
+    v = est.binding.values
+    assert (v["G_vllm"], v["n_full_vllm"] + v["n_swa_vllm"], v["blk_req_vllm"]) == (size, groups, per_request)
+    kv = next(c for c in est.all_components if c.name == "vllm_kv_cache").bytes
+    elements = 2 * v["n_kv"] * v["d_head"]
+    assert kv == per_request * size * 16 * elements * 2                  # bf16 pages of one group's layers
+    pool = est.kv_pool(v["C_gpu"])
+    assert pool["kv_groups"] == groups and pool["blocks_per_request"] == per_request
+    assert pool["kv_cache_tokens"] == pool["num_blocks"] // groups * 16   # _report_kv_cache_config
+    if name == "gemma-3-27b" and s == 32768:
+        assert (size, groups, per_request) == (10, 7, 2048 + 6 * 577)
+
 # SGLang: python/sglang/srt/server_args.py ServerArgs._handle_gpu_memory_settings (the default
 # mem_fraction_static from the card) and the KV pool's size (model_runner profile_max_num_token /
 # KVCacheConfigurator._profile_available_bytes). Each golden value below is SGLang's own arithmetic,
@@ -227,3 +290,13 @@ def test_max_ctx_is_the_context_of_a_slot_in_llama_cpp_and_ollama(lib):
     seq = vramsym.solve("max_ctx", "rtx-3060-12gb", m, "llama_cpp", options={"quant": "q4_k_m"}, inputs={"batch": 1}, library=lib)
     assert seq.value == vramsym.solve("max_seq", "rtx-3060-12gb", m, "llama_cpp", options={"quant": "q4_k_m"},
                                       inputs={"batch": 1}, library=lib).value
+
+
+def test_vllm_group_counts_given_by_hand_are_refused_when_they_leave_no_group(lib):
+    """A pool of no KV-cache group has no blocks to count: refused with the bound's sentence, never a
+    division by zero in vLLM's log lines."""
+    m = vramsym.load_model("gemma-3-27b")
+    r = vramsym.compile(m, "vllm", library=lib)
+    with pytest.raises(vramsym.InputError, match="n_swa_vllm .* must be at least"):
+        r.evaluate(r.with_gpu({"batch": 1, "seq": 4096, "n_full_vllm": 0, "n_swa_vllm": 0, "blk_req_vllm": 5},
+                              "h100-sxm-80gb"))

@@ -106,3 +106,19 @@ def test_moe_bounds_follow_the_experts_of_the_text_model():
     assert not _is_moe({"text_config": "not a dict"})
     row = {"model": "synthetic", "config": {"model_type": "x", "text_config": {"num_local_experts": 4}}}
     assert S.is_moe(row)
+
+
+def test_the_spread_bounds_name_each_dense_family_and_regime_outside_them():
+    """Issue 22's median / p95 bounds per dense family and regime on one GPU, and the multi-GPU median:
+    a family whose p95 passes 2% is named, one within them says yes."""
+    def row(family, rel, regime="train", layout="1 GPU"):
+        return {"family": family, "rel": rel, "regime": regime, "layout": layout, "model": "synthetic",
+                "config": {"model_type": family}}
+    done = [row("llama", 0.0) for _ in range(19)] + [row("llama", 0.001)]
+    done += [row("falcon", 0.0) for _ in range(17)] + [row("falcon", 0.03, "inference") for _ in range(3)]
+    done += [row("llama", 0.02, "train", "fsdp2 zero-3 x 4") for _ in range(3)]
+    lines = "\n".join(S.spread_lines(done))
+    assert "| family llama | 20 | 0.00% | 0.00% | yes |" in lines
+    assert "| family falcon | 20 | 0.00% | 3.00% | no: p95 |" in lines
+    assert "| regime inference | 3 | 3.00% | 3.00% | no: median and p95 |" in lines
+    assert "| multi-GPU | 3 | 2.00% | 2.00% | no: median |" in lines

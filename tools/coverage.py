@@ -66,6 +66,60 @@ def _short(e: BaseException, n: int = 160) -> str:
     return text if len(text) <= n else text[:n - 3] + "..."
 
 
+# Defaults some config classes leave unset (None) although their modeling file needs them, so the model does
+# not build from the defaults alone. The repair fills each from the config's other fields, as the field's usual
+# meaning defines it (the same config then goes to vramsym); the table says which fields were filled.
+REPAIRS = {
+    "ministral": {"head_dim": "hidden_size // num_attention_heads"},          # MinistralAttention reads config.head_dim
+    "hunyuan_v1_dense": {"head_dim": "hidden_size // num_attention_heads"},   # HunYuanDenseV1Attention likewise
+    "hunyuan_v1_moe": {"head_dim": "hidden_size // num_attention_heads"},
+    "nemotron": {"num_key_value_heads": "num_attention_heads"},               # MHA when unset (as Llama's config does)
+    "reformer": {"is_decoder": True},     # ReformerModelWithLMHead asserts it: the causal LM is the decoder
+    # dots.llm1's experts are None in Dots1Config: the published dots.llm1.base config's (128 routed, 2 shared, top 6)
+    "dots1": {"n_routed_experts": 128, "n_shared_experts": 2, "num_experts_per_tok": 6},
+}
+
+
+def _config_repair(mt: str) -> dict:
+    """Fields for a config class whose defaults fail its own validation: Gemma 4's assistant (a speculative-decoding
+    draft that reads the target's KV, configuration_gemma4_assistant.py validate_architecture) requires a text model
+    without per-layer inputs, MoE block or double-wide MLP, every layer sharing KV."""
+    if mt != "gemma4_assistant":
+        return {}
+    from transformers import CONFIG_MAPPING
+    layers = CONFIG_MAPPING["gemma4_text"]().num_hidden_layers
+    return {"text_config": {"hidden_size_per_layer_input": 0, "enable_moe_block": False, "use_double_wide_mlp": False,
+                            "vocab_size_per_layer_input": 0, "num_kv_shared_layers": layers}}
+
+
+def _repair(mt: str, raw: dict) -> dict:
+    fields = {}
+    for key, rule in REPAIRS.get(mt, {}).items():
+        if isinstance(rule, str) and "//" in rule:
+            a, b = (t.strip() for t in rule.split("//"))
+            fields[key] = raw[a] // raw[b]
+        elif isinstance(rule, str):
+            fields[key] = raw[rule]
+        else:
+            fields[key] = rule
+    return fields
+
+
+def _text_params(cfg, raw: dict):
+    """A multimodal config's text model alone, as vramsym reads it, counted on the meta device (None if not
+    multimodal or if it does not build)."""
+    if not isinstance(raw.get("text_config"), dict):
+        return None
+    import torch
+    from transformers import AutoModelForCausalLM
+    try:
+        with torch.device("meta"):
+            text = AutoModelForCausalLM.from_config(cfg.get_text_config(), dtype=torch.bfloat16)
+        return sum(p.numel() for p in text.parameters())
+    except Exception:   # noqa: BLE001
+        return None
+
+
 def reference(mt: str, **fields) -> dict:
     """The meta-device model of ``mt`` at its config defaults (``fields`` override them: the tests'
     tiny configs): {config, params, kv, state, conv_state, conv_kernels} or {error}: kv, state and conv_state are
@@ -73,26 +127,34 @@ def reference(mt: str, **fields) -> dict:
     columns each, among the state)."""
     import torch
     from transformers import AutoModelForCausalLM, CONFIG_MAPPING
+    repaired = {}
     try:
-        cfg = CONFIG_MAPPING[mt](**fields)
+        try:
+            cfg = CONFIG_MAPPING[mt](**fields)
+        except Exception:   # noqa: BLE001 (any failure of a third-party config is reported)
+            repaired = {k: v for k, v in _config_repair(mt).items() if k not in fields}
+            if not repaired:
+                raise
+            cfg = CONFIG_MAPPING[mt](**fields, **repaired)
         raw = json.loads(cfg.to_json_string(use_diff=False))
-    except Exception as e:   # noqa: BLE001 (any failure of a third-party config is reported)
+    except Exception as e:   # noqa: BLE001
         return {"error": "config: " + _short(e)}
     try:
         with torch.device("meta"):
             model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
     except Exception as e:   # noqa: BLE001
-        return {"error": "model: " + _short(e), "config": raw}
-    params = sum(p.numel() for p in model.parameters())
-    text_params = None
-    if isinstance(raw.get("text_config"), dict):    # multimodal: the text model alone, as vramsym reads it
+        repaired = {k: v for k, v in _repair(mt, raw).items() if k not in fields}
+        if not repaired:
+            return {"error": "model: " + _short(e), "config": raw, "text_params": _text_params(cfg, raw)}
         try:
+            cfg = CONFIG_MAPPING[mt](**fields, **repaired)
+            raw = json.loads(cfg.to_json_string(use_diff=False))
             with torch.device("meta"):
-                text = AutoModelForCausalLM.from_config(cfg.get_text_config(), dtype=torch.bfloat16)
-            text_params = sum(p.numel() for p in text.parameters())
-            del text
-        except Exception:   # noqa: BLE001
-            text_params = None
+                model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
+        except Exception as e2:   # noqa: BLE001
+            return {"error": "model: " + _short(e) + f" (and with {repaired}: {_short(e2, 80)})", "config": raw}
+    params = sum(p.numel() for p in model.parameters())
+    text_params = _text_params(cfg, raw)
     kv, kv_note, state, conv, kernel = None, "", None, None, set()
     try:
         with torch.no_grad():
@@ -127,7 +189,7 @@ def reference(mt: str, **fields) -> dict:
         kv_note = "forward on meta: " + _short(e, 90)
     del model
     return {"config": raw, "params": params, "text_params": text_params, "kv": kv, "kv_note": kv_note, "state": state,
-            "conv_state": conv, "conv_kernels": sorted(kernel)}
+            "conv_state": conv, "conv_kernels": sorted(kernel), "repaired": repaired}
 
 
 def vram(raw: dict, assume=None) -> dict:
@@ -156,7 +218,16 @@ def row(mt: str) -> dict:
     t0 = time.perf_counter()
     ref = reference(mt)
     out = {"model_type": mt}
-    if "error" in ref:
+    if "error" in ref and "config" in ref and "refused" in (got := vram(ref["config"])):
+        # the reference does not build, but vramsym refuses the config anyway: nothing is guessed
+        out.update(status="refused", note=got["refused"] + f" (the model itself does not build on CPU: {ref['error']})")
+    elif "error" in ref and ref.get("text_params") is not None and \
+            vram(ref["config"]).get("params") == ref["text_params"]:
+        # the whole model does not build here (a vision tower's library), but its text model does, and is exact
+        out.update(status="text-exact", vram_params=ref["text_params"],
+                   note=f"multimodal: the text model is exact ({ref['text_params']:,} parameters); the whole model does "
+                        f"not build on CPU ({ref['error']}), its other towers are not counted")
+    elif "error" in ref:
         out.update(status="build-failed", note=ref["error"])
     else:
         got = vram(ref["config"])
@@ -183,6 +254,10 @@ def row(mt: str) -> dict:
                                f"parameters) are not counted")
             elif out["status"] == "WRONG":
                 out["note"] = f"parameters off by {got['params'] - ref['params']:+,}"
+        if ref.get("repaired"):
+            out["note"] = ((out.get("note") + "; ") if out.get("note") else "") + \
+                "built with " + ", ".join(f"{k}={v}" for k, v in ref["repaired"].items()) + \
+                " (its config class leaves it unset, or sets it to a value its own validation rejects)"
     out["seconds"] = round(time.perf_counter() - t0, 2)
     return out
 
@@ -240,7 +315,9 @@ def markdown(rows: list, seconds: float, versions: str) -> str:
         "- **text-exact**: a multimodal config whose text model is exact; its vision / audio towers are not counted",
         "  yet (vramsym says so in a note; the multimodal issue).",
         "- **WRONG**: read without `--assume` but not exact (a bug; CI fails on it for the catalog's families).",
-        "- **build-failed**: the config or the model does not build on CPU (the reason is shown).",
+        "- **build-failed**: the config or the model does not build on CPU (the reason is shown) and vramsym does not",
+        "  refuse the config; where the config class leaves unset a field its own model needs, the model is built",
+        "  with that field filled from the others (the note says which).",
         "",
         "KV per token: elements of keys and values (and a sparse-attention indexer's keys) for one token, vramsym's `kv_cache` (batch 1, sequence 1, in",
         "fp32 / 4) against the model's own cache after a one-token forward on the meta device; \"not checked\"",

@@ -194,10 +194,13 @@ def flag_group(group: str, interface) -> list:
 
 def commands(interface) -> dict:
     """name -> (help, flags, examples), from :data:`COMMANDS` and the vocabulary."""
-    out = {}
+    out, made = {}, {}
     for name, help_, groups, examples in COMMANDS:
         groups = list(groups) + (["formulas"] if name not in ("dtype", "models", "gpus", "check") else [])
-        out[name] = (help_, [f for g in groups for f in flag_group(g, interface)], examples)
+        for g in groups:       # each group's flags built once, shared by the commands that take it
+            if g not in made:
+                made[g] = flag_group(g, interface)
+        out[name] = (help_, [f for g in groups for f in made[g]], examples)
     return out
 
 

@@ -164,14 +164,29 @@ def write(folder: str, models=None, processes: int = None, regimes: bool = True)
     return len(packed) + len(pages)
 
 
+USAGE = """usage: python -m vramsym.precompile [--page] [FOLDER]
+
+Writes the shipped data (the digest, the units, then the calculator page's groups) into FOLDER
+(default: the package's vramsym/_precompiled/), replacing what is there. --page: the page groups
+alone, from the units already in FOLDER."""
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    if any(a in ("-h", "--help") for a in argv):
+        print(USAGE)
+        return 0
     regimes = "--page" not in argv
     argv = [a for a in argv if a != "--page"]
+    unknown = [a for a in argv if a.startswith("-")]
+    if unknown or len(argv) > 1:     # never a folder named after a mistyped option
+        print(f"vramsym.precompile: unexpected argument {(unknown or argv[1:])[0]!r}\n{USAGE}", file=sys.stderr)
+        return 2
     folder = argv[0] if argv else cache.SHIPPED
     n = write(folder, regimes=regimes)
     print(f"vramsym: {n} compiled entries written to {folder}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

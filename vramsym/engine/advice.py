@@ -101,8 +101,8 @@ def _applies(change: dict, req: Request, compiled) -> bool:
     if "regimes" in change and req.regime not in change["regimes"]:
         return False
     used = set(compiled.regime.used_options)
-    if any(o not in used for o in change.get("options", {})):
-        return False
+    if "regime" not in change and any(o not in used for o in change.get("options", {})):
+        return False           # (another regime reads its own options: one it refuses is a problem row)
     current = dict(compiled.regime.options)
     if "regime" not in change and all(current.get(k) == v for k, v in change.get("options", {}).items()) \
             and all(str(req.inputs.get(k)) == str(v) for k, v in change.get("inputs", {}).items()):
@@ -119,7 +119,7 @@ def _row(change: dict, base: Request, new: Request, est, capacity: int, base_tot
            "fits": est.total_bytes <= capacity, "headroom_bytes": capacity - est.total_bytes,
            "saved_bytes": base_total - est.total_bytes, "cost_rank": change.get("cost_rank", 2),
            "throughput": change.get("throughput", ""), "quality": change.get("quality", ""),
-           "source": change.get("source", "")}
+           "source": change.get("source", ""), **({"engine": change["engine"]} if change.get("engine") else {})}
     row.update(extra or {})
     return row
 
@@ -141,7 +141,7 @@ def _solve_row(change: dict, base: Request, r, capacity: int, base_total: int, a
         if r.regime.symbol("gpus") is None or any(k in base.inputs for k in ("gpus", "n_gpu")):
             return None
         ins = r.with_gpu(base.inputs, base.gpu)
-        est, lay = min_gpus(r, capacity, ins)["best"]
+        est, lay = min_gpus(r, capacity, ins, best_only=True)["best"]
         if lay["gpus"] <= 1:
             return None
         if lay["gpus"] > (allow_gpus or 1):
@@ -205,8 +205,8 @@ def advise(req: Request, capacity: int, allow_gpus=None, allow_smaller=False) ->
         if row is not None and row["saved_bytes"] > 0:
             rows.append(row)
     combined = None
-    if not any(x["fits"] for x in rows if "solved" not in x and "layout" not in x):
-        # no single change fits at this batch and sequence on one GPU: combine them
+    if not any(x["fits"] for x in rows if "solved" not in x and "layout" not in x and "engine" not in x):
+        # no single change on the user's engine fits at this batch and sequence on one GPU: combine them
         combined = _combine(req, rows, capacity, base_total, allow_smaller)
         if combined:
             rows.append(combined)
@@ -218,7 +218,8 @@ def advise(req: Request, capacity: int, allow_gpus=None, allow_smaller=False) ->
 def _combine(req: Request, rows: list, capacity: int, base_total: int, allow_smaller=False):
     """The option / regime changes with the largest savings, added one at a time until the job fits."""
     cats = {c["change"]: c for c in catalog()}
-    singles = sorted((x for x in rows if "solved" not in x and "layout" not in x), key=lambda x: -x["saved_bytes"])
+    singles = sorted((x for x in rows if "solved" not in x and "layout" not in x and "engine" not in x),
+                     key=lambda x: -x["saved_bytes"])
     cur, names, seen_keys, cur_total = req, [], set(), base_total
     for row in singles:
         change = cats[row["change"]]

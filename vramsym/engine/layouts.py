@@ -129,14 +129,19 @@ def _dp_dependent(err, r) -> bool:
     return bool(b["reads"] & {r.regime.symbol("gpus"), "n_dp"})
 
 
-def min_gpus(r, capacity: int, inputs: dict) -> dict:
+def min_gpus(r, capacity: int, inputs: dict, best_only: bool = False) -> dict:
     """The fewest GPUs for compiled regime ``r`` (a :class:`vramsym.engine.runtime.BoundRegime`):
     ``{"best": (estimate, layout), "layouts": [(estimate, layout), ...], "searched": [...]}``.
 
     A layout the user fixed (``--tp``, ``--pp``, ``--cp``, ``--ep``, ``--zero``) that no GPU
     count makes valid is refused with the bound's sentence (InputError); a layout the search
     chose that the model cannot take is listed under ``problems``. The GPU count steps over
-    the counts a bound refuses (``--ep`` must divide it, hybrid sharding needs whole replicas)."""
+    the counts a bound refuses (``--ep`` must divide it, hybrid sharding needs whole replicas).
+
+    ``best_only``: only ``best`` is wanted (``advise``): the layouts are tried from the fewest
+    GPUs their degrees take, and once one fits on N GPUs, a layout whose degrees alone take more
+    than N is not searched and the others only up to N GPUs (the same ``best``; ``layouts`` and
+    ``problems`` hold what was searched)."""
     gpus_sym = r.regime.symbol("gpus")
     if gpus_sym is None:
         raise SolveError(f"regime '{r.regime.regime}' has no GPU count to solve for")
@@ -166,25 +171,31 @@ def min_gpus(r, capacity: int, inputs: dict) -> dict:
     }
     found, problems, refusals, tried = [], [], [], 0
     least = None              # the smallest per-GPU total seen: (bytes, layout, gpus)
-    for t in choices["tp"]:
-        for p in choices["pp"]:
-            for c in choices["cp"]:
-                for e in choices["ep"]:
-                    for z in choices["zero"]:
-                        lay = {"tp": t, "pp": p, "cp": c, "ep": e, "zero": z}
-                        tried += 1
-                        try:
-                            dp = _smallest_dp(r, base, lay, capacity, max_gpus)
-                        except (InputError, SolveError) as err:   # a layout this model cannot take (a bound)
-                            problems.append((lay, str(err)))
-                            refusals.append(err)
-                            continue
-                        if dp[0] is None:
-                            if dp[1] is not None and (least is None or dp[1][0] < least[0]):
-                                least = dp[1]
-                            continue
-                        est = r.evaluate(dict(base, gpus=dp[0], **lay))
-                        found.append((est, layout_of(est)))
+    lays = [{"tp": t, "pp": p, "cp": c, "ep": e, "zero": z} for t in choices["tp"] for p in choices["pp"]
+            for c in choices["cp"] for e in choices["ep"] for z in choices["zero"]]
+    if best_only:             # the fewest GPUs the degrees take first (a stable sort: the same order within)
+        lays.sort(key=lambda lay: lay["tp"] * lay["pp"] * lay["cp"] * lay["ep"])
+    for lay in lays:
+        cap = max_gpus
+        if best_only and found:
+            cap = min(max_gpus, min(g["gpus"] for _, g in found))
+            if lay["tp"] * lay["pp"] * lay["cp"] * lay["ep"] > cap:
+                continue       # its degrees alone take more GPUs than a layout found
+        tried += 1
+        try:
+            dp = _smallest_dp(r, base, lay, capacity, cap)
+        except (InputError, SolveError) as err:   # a layout this model cannot take (a bound)
+            if cap < max_gpus:
+                continue       # beyond the GPUs of a layout found: not a problem of this layout
+            problems.append((lay, str(err)))
+            refusals.append(err)
+            continue
+        if dp[0] is None:
+            if dp[1] is not None and (least is None or dp[1][0] < least[0]):
+                least = dp[1]
+            continue
+        est = r.evaluate(dict(base, gpus=dp[0], **lay))
+        found.append((est, layout_of(est)))
     if not found:
         if len(refusals) == tried and all(isinstance(e, InputError) for e in refusals):
             # every layout refused by a bound: what the user fixed (--ep 3, --zero 0 with

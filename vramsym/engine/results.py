@@ -139,22 +139,26 @@ class Estimate:
         size: N tokens", "Maximum concurrency for S tokens per request: X.XXx"); None for a regime
         without a paged KV cache. The KV memory is what the capacity leaves beside every other
         component (gpu_memory_utilization x what CUDA reports, less the weights, the profiling peak and
-        non-torch memory); vLLM cuts it into whole blocks of every layer
-        (v1/core/kv_cache_utils.py get_num_blocks: available // page_size // num_layers), and a request
-        of S tokens needs ceil(S / block_size) of them (get_max_concurrency_for_kv_cache_config)."""
+        non-torch memory); vLLM cuts it into blocks of one page of every layer of a KV-cache group
+        (v1/core/kv_cache_utils.py get_num_blocks: available // page_size // group_size; one group of
+        every layer for a model of one attention kind), and a request of S tokens needs the blocks the
+        formulas give (``blk_req_vllm``: ceil(S / block_size) for each full-attention group, the window's
+        for each sliding one; get_max_concurrency_for_kv_cache_config). The log's token count is the
+        pool's blocks shared among the groups (``_report_kv_cache_config``: num_blocks // groups x block)."""
         kv = next((c.exact for c in self.all_components if c.name == "vllm_kv_cache"), None)
         if kv is None:
             return None
         values = self.binding.values
         blk, b, s = Fraction(values["blk"]), Fraction(values["b"]), Fraction(values["s"])
-        per_request = -(-s // blk)                       # ceil(s / block_size) blocks of every layer
-        block = kv / (b * per_request)                   # one block of every layer, in bytes
+        per_request = Fraction(values["blk_req_vllm"])   # blocks of one group's layers, over every group
+        groups = int(values["n_full_vllm"]) + int(values["n_swa_vllm"])
+        block = kv / (b * per_request)                   # one page of every layer of a group, in bytes
         others = sum(c.exact for c in self.all_components if c.name != "vllm_kv_cache" and not c.host)
         available = Fraction(capacity) - others
         blocks = max(0, int(available // block))
         return {"kv_cache_bytes": max(0, int(available)), "block_bytes": int(block), "block_tokens": int(blk),
-                "num_blocks": blocks, "kv_cache_tokens": blocks * int(blk), "tokens_per_request": int(s),
-                "blocks_per_request": int(per_request),
+                "num_blocks": blocks, "kv_groups": groups, "kv_cache_tokens": blocks // groups * int(blk),
+                "tokens_per_request": int(s), "blocks_per_request": int(per_request),
                 "max_concurrency": str(Fraction(blocks) / per_request),
                 "max_concurrency_float": float(Fraction(blocks) / per_request)}
 

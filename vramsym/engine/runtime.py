@@ -322,13 +322,17 @@ class BoundRegime:
 
     def _readers(self, names):
         """The symbols whose defaults read one of ``names``, directly or through other defaults."""
-        out, grew = set(), True
-        while grew:
-            grew = False
+        index = self.__dict__.get("_read_by")
+        if index is None:      # symbol -> the symbols whose defaults read it, built once per bound regime
+            index = {}
             for n, m in self.regime.symbols.items():
-                if n not in out and m.default and (set(names) | out).intersection(m.default):
-                    out.add(n)
-                    grew = True
+                for d in m.default or ():
+                    index.setdefault(d, []).append(n)
+            self._read_by = index
+        out, frontier = set(), set(names)
+        while frontier:
+            frontier = {n for d in frontier for n in index.get(d, ()) if n not in out}
+            out |= frontier
         return out
 
     def _base_for(self, names):

@@ -220,8 +220,10 @@ def _assumed_line(data: dict, unit: str | None) -> str:
 
 def _say_pool(pool: dict, out, w: int) -> None:
     """vLLM's two log lines for the KV pool on this card, in its words."""
+    groups = pool.get("kv_groups", 1)
+    shared = f", shared by {groups} KV-cache groups" if groups > 1 else ""
     print(_wrap(f"vLLM's log on this card: GPU KV cache size: {pool['kv_cache_tokens']:,} tokens "
-                f"({pool['num_blocks']:,} blocks of {pool['block_tokens']}); Maximum concurrency for "
+                f"({pool['num_blocks']:,} blocks of {pool['block_tokens']}{shared}); Maximum concurrency for "
                 f"{pool['tokens_per_request']:,} tokens per request: {pool['max_concurrency_float']:.2f}x", w), file=out)
 
 
