@@ -377,3 +377,35 @@ def test_a_type_whose_defaults_do_not_build_is_repaired_from_its_own_fields_or_s
     assert rows["ministral"]["vram_kv"] == rows["ministral"]["meta_kv"]
     assert rows["dots1"]["status"] == "refused" and "n_routed_experts=128" in rows["dots1"]["note"]
     assert rows["dbrx"]["status"] == "refused" and "does not build on CPU" in rows["dbrx"]["note"]
+
+
+def test_the_image_text_table_builds_the_whole_model_and_names_what_is_not_counted(tool):
+    """The multimodal issue's table: an image-text-to-text type is built whole (its vision tower and
+    projector included) and compared with vramsym's reading of its config (text_config): LLaVA's text
+    model is exact and the row names the tower's parameters that are not counted yet."""
+    rows = {r["model_type"]: r for r in tool.run(["llava", "mistral3"], kind="image-text")}
+    for r in rows.values():
+        assert r["status"] == "text-exact", r
+        assert r["meta_params"] > r["vram_params"]
+        assert f"{r['meta_params'] - r['vram_params']:,} parameters" in r["note"]
+
+
+def test_a_multimodal_config_ties_its_head_by_its_own_flag():
+    """Mistral 3's config ties the head at the top level (tie_word_embeddings True) while its text_config
+    does not: the whole model holds one matrix, so vramsym counts it once (it read the text config's
+    False and counted the head twice: 671,088,640 parameters over the meta-device model)."""
+    import json
+    import tempfile
+    from transformers import CONFIG_MAPPING
+    import vramsym
+    raw = json.loads(CONFIG_MAPPING["mistral3"]().to_json_string(use_diff=False))
+    assert raw["tie_word_embeddings"] is True and raw["text_config"]["tie_word_embeddings"] is False
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "config.json")
+        counts = {}
+        for tie in (True, False):
+            with open(path, "w", encoding="utf-8") as fh:
+                json.dump(dict(raw, tie_word_embeddings=tie), fh)
+            counts[tie] = vramsym.compile(vramsym.load_model(path), "inference").evaluate(batch=1, seq=1).params
+    text = raw["text_config"]
+    assert counts[False] - counts[True] == text["vocab_size"] * text["hidden_size"]

@@ -4,6 +4,7 @@ transformers itself.
     python tools/coverage.py                        # every type: writes docs/architectures.md
     python tools/coverage.py --types llama,qwen3     # a subset: prints the table
     python tools/coverage.py --catalog               # the catalog's families (what CI runs)
+    python tools/coverage.py --image-text --types llava,gemma3   # image-text-to-text types, built whole
 
 For every model type of transformers' ``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``: the config class is
 built with its defaults, the model is instantiated on the meta device
@@ -43,6 +44,18 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 DOC = ROOT / "docs" / "architectures.md"
+
+
+def image_text_types() -> list:
+    """The image-text-to-text model types (the multimodal issue's table): built whole with
+    ``AutoModelForImageTextToText``, their towers included."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+    return sorted(MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES)
+
+
+def _auto(kind: str):
+    import transformers
+    return transformers.AutoModelForImageTextToText if kind == "image-text" else transformers.AutoModelForCausalLM
 
 
 def causal_lm_types() -> list:
@@ -106,27 +119,32 @@ def _repair(mt: str, raw: dict) -> dict:
 
 
 def _text_params(cfg, raw: dict):
-    """A multimodal config's text model alone, as vramsym reads it, counted on the meta device (None if not
-    multimodal or if it does not build)."""
+    """A multimodal config's text model alone, as the whole model holds it (its head tied by the top-level
+    tie_word_embeddings), counted on the meta device (None if not multimodal or if it does not build)."""
     if not isinstance(raw.get("text_config"), dict):
         return None
     import torch
     from transformers import AutoModelForCausalLM
     try:
+        import copy
+        text_cfg = copy.deepcopy(cfg.get_text_config())
+        if isinstance(raw.get("tie_word_embeddings"), bool):    # the whole model ties by its own flag
+            text_cfg.tie_word_embeddings = raw["tie_word_embeddings"]
         with torch.device("meta"):
-            text = AutoModelForCausalLM.from_config(cfg.get_text_config(), dtype=torch.bfloat16)
+            text = AutoModelForCausalLM.from_config(text_cfg, dtype=torch.bfloat16)
         return sum(p.numel() for p in text.parameters())
     except Exception:   # noqa: BLE001
         return None
 
 
-def reference(mt: str, **fields) -> dict:
+def reference(mt: str, kind: str = "causal", **fields) -> dict:
     """The meta-device model of ``mt`` at its config defaults (``fields`` override them: the tests'
     tiny configs): {config, params, kv, state, conv_state, conv_kernels} or {error}: kv, state and conv_state are
     the elements of one sequence's cache after a one-token forward (conv_state: the conv windows, of conv_kernels
     columns each, among the state)."""
     import torch
-    from transformers import AutoModelForCausalLM, CONFIG_MAPPING
+    from transformers import CONFIG_MAPPING
+    AutoModelForCausalLM = _auto(kind)     # the whole model of the table's kind (its towers too)
     repaired = {}
     try:
         try:
@@ -214,9 +232,9 @@ def vram(raw: dict, assume=None) -> dict:
             "approximate": m.approximate}
 
 
-def row(mt: str) -> dict:
+def row(mt: str, kind: str = "causal") -> dict:
     t0 = time.perf_counter()
-    ref = reference(mt)
+    ref = reference(mt, kind)
     out = {"model_type": mt}
     if "error" in ref and "config" in ref and "refused" in (got := vram(ref["config"])):
         # the reference does not build, but vramsym refuses the config anyway: nothing is guessed
@@ -248,10 +266,17 @@ def row(mt: str) -> dict:
                                                                       (got["state"] or 0) != (ref["state"] or 0)):
                 out["status"] = "WRONG"
                 out["note"] = "the KV or recurrent state per token / sequence differs from the model's cache"
-            if out["status"] == "WRONG" and got["params"] == ref.get("text_params"):
+            if out["status"] == "WRONG" and got["params"] == ref.get("text_params") and ref["params"] > got["params"]:
                 out["status"] = "text-exact"
                 out["note"] = (f"multimodal: the text model is exact; the other towers ({ref['params'] - got['params']:,} "
                                f"parameters) are not counted")
+            elif out["status"] == "WRONG" and got["params"] == ref.get("text_params"):
+                # the text model alone is exact, but the whole model has fewer parameters: it ties what
+                # the text config leaves untied (a multimodal config's own tie_word_embeddings)
+                out["note"] = (f"multimodal: the text model alone is exact, but the whole model has "
+                               f"{got['params'] - ref['params']:,} parameters fewer than it (the top-level config ties "
+                               f"tie_word_embeddings={ref['config'].get('tie_word_embeddings')!r}, which vramsym, reading "
+                               f"text_config, does not)")
             elif out["status"] == "WRONG":
                 out["note"] = f"parameters off by {got['params'] - ref['params']:+,}"
         if ref.get("repaired"):
@@ -298,7 +323,7 @@ def summary(rows: list) -> str:
             f"; of the refused, `--assume llama` gives an approximation for {approx}")
 
 
-def markdown(rows: list, seconds: float, versions: str) -> str:
+def markdown(rows: list, seconds: float, versions: str, image_rows=None, image_seconds: float = 0.0) -> str:
     lines = [
         "# Architectures: what vramsym reads exactly",
         "",
@@ -327,9 +352,29 @@ def markdown(rows: list, seconds: float, versions: str) -> str:
         "",
         "**" + summary(rows) + "**",
         "",
-        "| model_type | status | meta params | vramsym params | `--assume llama` | KV elements / token (vramsym vs model) | state elements / sequence (vramsym vs model) | note |",
-        "|---|---|---:|---:|---:|---|---|---|",
+        *_table(rows),
     ]
+    if image_rows is not None:
+        lines += [
+            "",
+            "## Image-text-to-text model types (the multimodal issue)",
+            "",
+            f"Every model type of `MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES` ({image_seconds:.0f} s), built whole with",
+            "`AutoModelForImageTextToText` on the meta device, its vision tower and projector included, against the count",
+            "vramsym gives for the same config.json (which reads its `text_config`): **exact** counts the whole model,",
+            "**text-exact** the text model alone (the towers are not counted yet); **WRONG** here includes a text model",
+            "that is exact alone while the whole model ties a weight that its text config leaves untied.",
+            "",
+            "**" + summary(image_rows) + "**",
+            "",
+            *_table(image_rows),
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _table(rows: list) -> list:
+    lines = ["| model_type | status | meta params | vramsym params | `--assume llama` | KV elements / token (vramsym vs model) | state elements / sequence (vramsym vs model) | note |",
+             "|---|---|---:|---:|---:|---|---|---|"]
     for r in rows:
         mp = f"{r['meta_params']:,}" if r.get("meta_params") is not None else ""
         vp = f"{r['vram_params']:,}" if r.get("vram_params") is not None else ""
@@ -339,15 +384,15 @@ def markdown(rows: list, seconds: float, versions: str) -> str:
         st = _state_cell(r) if r["status"] != "build-failed" else ""
         note = (r.get("note") or "").replace("|", "/").replace("\n", " ")
         lines.append(f"| `{r['model_type']}` | {r['status']} | {mp} | {vp} | {assume} | {kv} | {st} | {note} |")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
-def run(types: list, log=None) -> list:
+def run(types: list, log=None, kind: str = "causal") -> list:
     import torch
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
     rows = []
     for mt in types:
-        r = row(mt)
+        r = row(mt, kind)
         rows.append(r)
         if log is not None:
             print(f"{mt:<28} {r['status']:<13} {r['seconds']:>6.1f} s  {(r.get('note') or '')[:110]}", file=log)
@@ -361,6 +406,8 @@ def main(argv=None) -> int:
     ap.add_argument("-o", "--output", help="write the Markdown here (default: docs/architectures.md for a full "
                                            "run, stdout for a subset)")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
+    ap.add_argument("--image-text", action="store_true",
+                    help="--types names image-text-to-text model types, built whole (AutoModelForImageTextToText)")
     a = ap.parse_args(argv)
     import warnings
     warnings.filterwarnings("ignore")
@@ -371,25 +418,33 @@ def main(argv=None) -> int:
         transformers.logging.set_verbosity_error()
     except AttributeError:
         pass
-    everything = causal_lm_types()
+    everything = image_text_types() if a.image_text else causal_lm_types()
     if a.catalog:
         types = catalog_types()
     elif a.types:
         types = [t.strip() for t in a.types.split(",") if t.strip()]
         unknown = [t for t in types if t not in everything]
         if unknown:
-            ap.error(f"not causal-LM model types of transformers {transformers.__version__}: {', '.join(unknown)}")
+            kind = "image-text-to-text" if a.image_text else "causal-LM"
+            ap.error(f"not {kind} model types of transformers {transformers.__version__}: {', '.join(unknown)}")
     else:
         types = everything
     t0 = time.perf_counter()
-    rows = run(types, sys.stderr)
+    rows = run(types, sys.stderr, "image-text" if a.image_text else "causal")
     seconds = time.perf_counter() - t0
     print(summary(rows) + f" ({seconds:.0f} s)", file=sys.stderr)
     if a.json:
         print(json.dumps(rows, indent=2))
         return 0
-    text = markdown(rows, seconds, f"transformers {transformers.__version__}, torch {torch.__version__}")
-    out = a.output or (str(DOC) if types == everything else None)
+    image_rows, image_seconds = None, 0.0
+    if types == everything and not a.image_text:       # the full table: the image-text-to-text types too
+        t0 = time.perf_counter()
+        image_rows = run(image_text_types(), sys.stderr, "image-text")
+        image_seconds = time.perf_counter() - t0
+        print(summary(image_rows) + f" ({image_seconds:.0f} s)", file=sys.stderr)
+    text = markdown(rows, seconds, f"transformers {transformers.__version__}, torch {torch.__version__}",
+                    image_rows, image_seconds)
+    out = a.output or (str(DOC) if types == everything and not a.image_text else None)
     if out:
         Path(out).write_text(text, encoding="utf-8")
         print(f"wrote {out}", file=sys.stderr)
