@@ -407,5 +407,9 @@ def test_a_multimodal_config_ties_its_head_by_its_own_flag():
             with open(path, "w", encoding="utf-8") as fh:
                 json.dump(dict(raw, tie_word_embeddings=tie), fh)
             counts[tie] = vramsym.compile(vramsym.load_model(path), "inference").evaluate(batch=1, seq=1).params
+        with open(path, "w", encoding="utf-8") as fh:      # the top-level flag is checked as any config's
+            json.dump(dict(raw, tie_word_embeddings="yes"), fh)
+        with pytest.raises(vramsym.InputError, match="tie_word_embeddings"):
+            vramsym.compile(vramsym.load_model(path), "inference").evaluate(batch=1, seq=1)
     text = raw["text_config"]
     assert counts[False] - counts[True] == text["vocab_size"] * text["hidden_size"]

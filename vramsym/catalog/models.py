@@ -208,7 +208,7 @@ def _spec(config: dict, name: str, source: str, hf_id=None, published=None, fiel
         _refuse_internal(cfg["text_config"], " (in text_config)", source)
         text = dict(cfg["text_config"])
         notes.append("multimodal config: using its text_config (the vision tower is not counted)")
-        if isinstance(cfg.get("tie_word_embeddings"), bool):
+        if "tie_word_embeddings" in cfg:      # (a value that is not a boolean is refused below, as in any config)
             # the whole model ties its head by the top-level flag (a multimodal PreTrainedModel reads its own
             # config's tie_word_embeddings), whatever the text config says: tools/coverage.py, the image-text
             # table (Mistral 3, InternVL, DeepSeek-VL, Ovis 2, MiniCPM-o, Kimi K2.5 built whole on meta)
