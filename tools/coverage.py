@@ -82,11 +82,15 @@ def _short(e: BaseException, n: int = 160) -> str:
 # Defaults some config classes leave unset (None) although their modeling file needs them, so the model does
 # not build from the defaults alone. The repair fills each from the config's other fields, as the field's usual
 # meaning defines it (the same config then goes to vramsym); the table says which fields were filled.
-REPAIRS = {
-    "ministral": {"head_dim": "hidden_size // num_attention_heads"},          # MinistralAttention reads config.head_dim
-    "hunyuan_v1_dense": {"head_dim": "hidden_size // num_attention_heads"},   # HunYuanDenseV1Attention likewise
-    "hunyuan_v1_moe": {"head_dim": "hidden_size // num_attention_heads"},
-    "nemotron": {"num_key_value_heads": "num_attention_heads"},               # MHA when unset (as Llama's config does)
+def _head_dim(c):
+    return c["hidden_size"] // c["num_attention_heads"]
+
+
+REPAIRS = {     # model_type -> {field: its value, or a function of the config's other fields}
+    "ministral": {"head_dim": _head_dim},          # MinistralAttention reads config.head_dim
+    "hunyuan_v1_dense": {"head_dim": _head_dim},   # HunYuanDenseV1Attention likewise
+    "hunyuan_v1_moe": {"head_dim": _head_dim},
+    "nemotron": {"num_key_value_heads": lambda c: c["num_attention_heads"]},   # MHA when unset (as Llama's config does)
     "reformer": {"is_decoder": True},     # ReformerModelWithLMHead asserts it: the causal LM is the decoder
     # dots.llm1's experts are None in Dots1Config: the published dots.llm1.base config's (128 routed, 2 shared, top 6)
     "dots1": {"n_routed_experts": 128, "n_shared_experts": 2, "num_experts_per_tok": 6},
@@ -106,16 +110,7 @@ def _config_repair(mt: str) -> dict:
 
 
 def _repair(mt: str, raw: dict) -> dict:
-    fields = {}
-    for key, rule in REPAIRS.get(mt, {}).items():
-        if isinstance(rule, str) and "//" in rule:
-            a, b = (t.strip() for t in rule.split("//"))
-            fields[key] = raw[a] // raw[b]
-        elif isinstance(rule, str):
-            fields[key] = raw[rule]
-        else:
-            fields[key] = rule
-    return fields
+    return {key: rule(raw) if callable(rule) else rule for key, rule in REPAIRS.get(mt, {}).items()}
 
 
 def _text_params(cfg, raw: dict):
@@ -236,11 +231,11 @@ def row(mt: str, kind: str = "causal") -> dict:
     t0 = time.perf_counter()
     ref = reference(mt, kind)
     out = {"model_type": mt}
-    if "error" in ref and "config" in ref and "refused" in (got := vram(ref["config"])):
+    got = vram(ref["config"]) if "config" in ref else {}
+    if "error" in ref and "refused" in got:
         # the reference does not build, but vramsym refuses the config anyway: nothing is guessed
         out.update(status="refused", note=got["refused"] + f" (the model itself does not build on CPU: {ref['error']})")
-    elif "error" in ref and ref.get("text_params") is not None and \
-            vram(ref["config"]).get("params") == ref["text_params"]:
+    elif "error" in ref and ref.get("text_params") is not None and got.get("params") == ref["text_params"]:
         # the whole model does not build here (a vision tower's library), but its text model does, and is exact
         out.update(status="text-exact", vram_params=ref["text_params"],
                    note=f"multimodal: the text model is exact ({ref['text_params']:,} parameters); the whole model does "
@@ -248,7 +243,6 @@ def row(mt: str, kind: str = "causal") -> dict:
     elif "error" in ref:
         out.update(status="build-failed", note=ref["error"])
     else:
-        got = vram(ref["config"])
         out.update(meta_params=ref["params"], meta_kv=ref["kv"], kv_note=ref["kv_note"], meta_state=ref["state"])
         if "refused" in got:
             out.update(status="refused", note=got["refused"])
@@ -270,13 +264,6 @@ def row(mt: str, kind: str = "causal") -> dict:
                 out["status"] = "text-exact"
                 out["note"] = (f"multimodal: the text model is exact; the other towers ({ref['params'] - got['params']:,} "
                                f"parameters) are not counted")
-            elif out["status"] == "WRONG" and got["params"] == ref.get("text_params"):
-                # the text model alone is exact, but the whole model has fewer parameters: it ties what
-                # the text config leaves untied (a multimodal config's own tie_word_embeddings)
-                out["note"] = (f"multimodal: the text model alone is exact, but the whole model has "
-                               f"{got['params'] - ref['params']:,} parameters fewer than it (the top-level config ties "
-                               f"tie_word_embeddings={ref['config'].get('tie_word_embeddings')!r}, which vramsym, reading "
-                               f"text_config, does not)")
             elif out["status"] == "WRONG":
                 out["note"] = f"parameters off by {got['params'] - ref['params']:+,}"
         if ref.get("repaired"):
@@ -362,8 +349,8 @@ def markdown(rows: list, seconds: float, versions: str, image_rows=None, image_s
             f"Every model type of `MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES` ({image_seconds:.0f} s), built whole with",
             "`AutoModelForImageTextToText` on the meta device, its vision tower and projector included, against the count",
             "vramsym gives for the same config.json (which reads its `text_config`): **exact** counts the whole model,",
-            "**text-exact** the text model alone (the towers are not counted yet); **WRONG** here includes a text model",
-            "that is exact alone while the whole model ties a weight that its text config leaves untied.",
+            "**text-exact** the text model alone as the whole model holds it, its head tied by the top-level",
+            "`tie_word_embeddings` (the towers are not counted yet).",
             "",
             "**" + summary(image_rows) + "**",
             "",

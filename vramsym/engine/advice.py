@@ -205,7 +205,7 @@ def advise(req: Request, capacity: int, allow_gpus=None, allow_smaller=False) ->
         if row is not None and row["saved_bytes"] > 0:
             rows.append(row)
     combined = None
-    if not any(x["fits"] for x in rows if "solved" not in x and "layout" not in x and "engine" not in x):
+    if not any(x["fits"] for x in rows if _combinable(x)):
         # no single change on the user's engine fits at this batch and sequence on one GPU: combine them
         combined = _combine(req, rows, capacity, base_total, allow_smaller)
         if combined:
@@ -215,11 +215,15 @@ def advise(req: Request, capacity: int, allow_gpus=None, allow_smaller=False) ->
             "headroom_bytes": capacity - base_total, "estimate": est, "changes": rows, "problems": problems}
 
 
+def _combinable(row: dict) -> bool:
+    """A single declared change on the user's engine: not a solved value, a layout or another engine."""
+    return "solved" not in row and "layout" not in row and "engine" not in row
+
+
 def _combine(req: Request, rows: list, capacity: int, base_total: int, allow_smaller=False):
     """The option / regime changes with the largest savings, added one at a time until the job fits."""
     cats = {c["change"]: c for c in catalog()}
-    singles = sorted((x for x in rows if "solved" not in x and "layout" not in x and "engine" not in x),
-                     key=lambda x: -x["saved_bytes"])
+    singles = sorted((x for x in rows if _combinable(x)), key=lambda x: -x["saved_bytes"])
     cur, names, seen_keys, cur_total = req, [], set(), base_total
     for row in singles:
         change = cats[row["change"]]

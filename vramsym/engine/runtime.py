@@ -322,7 +322,7 @@ class BoundRegime:
 
     def _readers(self, names):
         """The symbols whose defaults read one of ``names``, directly or through other defaults."""
-        index = self.__dict__.get("_read_by")
+        index = self._read_by
         if index is None:      # symbol -> the symbols whose defaults read it, built once per bound regime
             index = {}
             for n, m in self.regime.symbols.items():
@@ -382,6 +382,7 @@ class BoundRegime:
             " (Llama-style terms stand in)"
 
     _weights_check = None
+    _read_by = None           # see _readers
 
     def _estimate(self, values, prov):
         notes = self.model.notes if self.model is not None else ()
